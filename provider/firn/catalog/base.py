@@ -1,0 +1,106 @@
+"""The Catalog protocol: namespaces, tables, and the atomic metadata-location swap.
+
+INTERFACE — implemented by ``firn.catalog.sql.SqlCatalog`` and
+``firn.catalog.memory.InMemoryCatalog`` (shared behaviour in ``BaseCatalog``).
+
+Identifiers are ``"db.table"`` strings or tuples (``("db", "table")``); namespaces are
+``"db"``/``"a.b"`` or tuples. Table commits go through :meth:`Catalog.commit_table`, which the
+transaction (``firn.table.transaction``) calls after writing a new metadata file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from firn.errors import ValidationError
+from firn.io.base import FileIO
+
+if TYPE_CHECKING:
+    from firn.spec.table_metadata import TableMetadata
+    from firn.table.table import Table
+
+Identifier = tuple[str, ...]
+IdentifierLike = str | tuple[str, ...] | list[str]
+
+
+def to_identifier(value: IdentifierLike) -> Identifier:
+    """``"a.b.t"`` -> ``("a", "b", "t")``; tuples pass through. Empty parts are rejected."""
+    parts = tuple(value.split(".")) if isinstance(value, str) else tuple(value)
+    if not parts or any(not p for p in parts):
+        raise ValidationError(f"invalid identifier {value!r}")
+    return parts
+
+
+def table_identifier(value: IdentifierLike) -> tuple[Identifier, str]:
+    """Split a table identifier into (namespace, name); a namespace is required."""
+    ident = to_identifier(value)
+    if len(ident) < 2:
+        raise ValidationError(f"table identifier {value!r} needs a namespace, e.g. 'db.{ident[-1]}'")
+    return ident[:-1], ident[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class PropertiesUpdateSummary:
+    removed: tuple[str, ...]
+    updated: tuple[str, ...]
+    missing: tuple[str, ...]
+
+
+@runtime_checkable
+class Catalog(Protocol):
+    """What every Firn catalog offers."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def io(self) -> FileIO: ...
+
+    # namespaces
+    def create_namespace(self, namespace: IdentifierLike, properties: Mapping[str, str] | None = None) -> None: ...
+    def list_namespaces(self, parent: IdentifierLike = ()) -> list[Identifier]: ...
+    def namespace_exists(self, namespace: IdentifierLike) -> bool: ...
+    def drop_namespace(self, namespace: IdentifierLike) -> None: ...
+    def load_namespace_properties(self, namespace: IdentifierLike) -> dict[str, str]: ...
+    def update_namespace_properties(
+        self,
+        namespace: IdentifierLike,
+        removals: set[str] | None = None,
+        updates: Mapping[str, str] | None = None,
+    ) -> PropertiesUpdateSummary: ...
+
+    # tables
+    def create_table(self, identifier: IdentifierLike, schema: object, **options: object) -> Table: ...
+    def load_table(self, identifier: IdentifierLike) -> Table: ...
+    def table_exists(self, identifier: IdentifierLike) -> bool: ...
+    def list_tables(self, namespace: IdentifierLike) -> list[Identifier]: ...
+    def drop_table(self, identifier: IdentifierLike, *, purge: bool = False) -> None: ...
+    def rename_table(self, from_identifier: IdentifierLike, to_identifier: IdentifierLike) -> Table: ...
+    def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table: ...
+
+    # commits
+    def load_metadata_location(self, identifier: IdentifierLike) -> str:
+        """The table's current metadata location (raises ``NoSuchTable``)."""
+        ...
+
+    def commit_table(
+        self, identifier: IdentifierLike, expected_location: str, new_location: str, new_metadata: TableMetadata
+    ) -> None:
+        """Atomically swap the metadata pointer from ``expected_location`` to ``new_location``.
+
+        Raises ``CommitConflict`` if the current pointer is not ``expected_location``, and
+        ``CommitStateUnknown`` if the outcome cannot be determined.
+        """
+        ...
+
+
+__all__ = [
+    "Catalog",
+    "Identifier",
+    "IdentifierLike",
+    "PropertiesUpdateSummary",
+    "table_identifier",
+    "to_identifier",
+]

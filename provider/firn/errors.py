@@ -1,0 +1,88 @@
+"""The Firn error hierarchy: one root, a few kinds, each carrying context.
+
+Every error that Firn raises on purpose derives from :class:`FirnError`. Third-party errors
+are wrapped with ``raise ... from`` so the original cause stays attached. Messages name the
+file or input that was wrong and what was wrong with it.
+"""
+
+from __future__ import annotations
+
+
+class FirnError(Exception):
+    """Root of every error Firn raises on purpose."""
+
+
+class NotFound(FirnError):
+    """A table, namespace, view, snapshot, ref or file does not exist."""
+
+
+class NoSuchTable(NotFound):
+    """The named table does not exist in the catalog."""
+
+
+class NoSuchNamespace(NotFound):
+    """The named namespace does not exist in the catalog."""
+
+
+class NoSuchView(NotFound):
+    """The named view does not exist in the catalog."""
+
+
+class AlreadyExists(FirnError):
+    """A table, namespace, view or ref with that name already exists."""
+
+
+class NamespaceNotEmpty(FirnError):
+    """A namespace cannot be dropped while it still holds tables or views."""
+
+
+class CommitConflict(FirnError):
+    """Another writer changed the table first. Retryable: refresh, re-validate, re-apply."""
+
+
+class ValidationConflict(CommitConflict):
+    """A concurrent change conflicts with this operation under the chosen isolation level.
+
+    Unlike a plain :class:`CommitConflict`, re-applying does not help: the operation's
+    assumptions no longer hold, so the transaction gives up instead of retrying.
+    """
+
+
+class CommitStateUnknown(FirnError):
+    """The catalog may or may not have applied the commit (e.g. the connection dropped).
+
+    Files written for the attempt are kept, because they may be referenced.
+    """
+
+
+class InvalidMetadata(FirnError):
+    """A metadata, manifest, Puffin or data file is corrupt, truncated or violates the spec."""
+
+    def __init__(self, message: str, *, location: str | None = None) -> None:
+        self.location = location
+        super().__init__(f"{location}: {message}" if location else message)
+
+
+class Unsupported(FirnError):
+    """A feature, type or format version that Firn does not support."""
+
+
+class ValidationError(FirnError, ValueError):
+    """Invalid user input: a bad schema change, filter string, option or argument."""
+
+
+__all__ = [
+    "AlreadyExists",
+    "CommitConflict",
+    "CommitStateUnknown",
+    "FirnError",
+    "InvalidMetadata",
+    "NamespaceNotEmpty",
+    "NoSuchNamespace",
+    "NoSuchTable",
+    "NoSuchView",
+    "NotFound",
+    "Unsupported",
+    "ValidationConflict",
+    "ValidationError",
+]

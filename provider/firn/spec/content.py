@@ -1,0 +1,180 @@
+"""The one in-memory model of tracked files (spec: "Manifests", "Manifest Lists").
+
+Data files, delete files, manifest entries and manifest-list entries are frozen dataclasses
+shared by every format version; what differs between v1, v2, v3 (Avro) and v4 (Parquet
+content entries) lives only in the serde modules under ``firn.manifests``.
+
+Metric maps are keyed by field id. Bounds are Appendix D binary single values, as in v1-v3
+manifests; the V4 edge converts them to and from typed columns.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+
+class FileContent(enum.IntEnum):
+    """``content`` of a data_file (spec field 134). V4 adds manifests and manifest DVs (seed 004)."""
+
+    DATA = 0
+    POSITION_DELETES = 1
+    EQUALITY_DELETES = 2
+    # V4 content types (seed 004 "V4 content entry structure"): only in root manifests.
+    DATA_MANIFEST = 3
+    DELETE_MANIFEST = 4
+    MANIFEST_DV = 5
+
+
+class FileFormat(enum.Enum):
+    AVRO = "avro"
+    ORC = "orc"
+    PARQUET = "parquet"
+    PUFFIN = "puffin"
+
+    @classmethod
+    def parse(cls, text: str) -> FileFormat:
+        return cls(text.lower())
+
+
+class EntryStatus(enum.IntEnum):
+    """Manifest entry status (spec field 0)."""
+
+    EXISTING = 0
+    ADDED = 1
+    DELETED = 2
+
+
+class ManifestContent(enum.IntEnum):
+    """Manifest-list ``content`` (spec field 517)."""
+
+    DATA = 0
+    DELETES = 1
+
+
+# Partition tuples are plain tuples of internal-representation values, in spec field order.
+PartitionTuple = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DataFile:
+    """A data file, delete file or deletion vector tracked by a manifest (the ``data_file`` struct)."""
+
+    content: FileContent
+    file_path: str
+    file_format: FileFormat
+    partition: PartitionTuple
+    record_count: int
+    file_size_in_bytes: int
+    # The partition spec the partition tuple belongs to (from the manifest; V4 stores it per entry).
+    spec_id: int = 0
+    column_sizes: Mapping[int, int] | None = None
+    value_counts: Mapping[int, int] | None = None
+    null_value_counts: Mapping[int, int] | None = None
+    nan_value_counts: Mapping[int, int] | None = None
+    lower_bounds: Mapping[int, bytes] | None = None
+    upper_bounds: Mapping[int, bytes] | None = None
+    key_metadata: bytes | None = None
+    split_offsets: tuple[int, ...] | None = None
+    equality_ids: tuple[int, ...] | None = None
+    sort_order_id: int | None = None
+    # v3 row lineage (spec "First Row ID Inheritance").
+    first_row_id: int | None = None
+    # v2+: the data file a position delete file / DV applies to.
+    referenced_data_file: str | None = None
+    # v3 DVs: the blob's offset and length inside the Puffin file.
+    content_offset: int | None = None
+    content_size_in_bytes: int | None = None
+
+    @property
+    def is_dv(self) -> bool:
+        return self.content is FileContent.POSITION_DELETES and self.file_format is FileFormat.PUFFIN
+
+    @property
+    def is_delete(self) -> bool:
+        return self.content in (FileContent.POSITION_DELETES, FileContent.EQUALITY_DELETES)
+
+    def evolve(self, **changes: Any) -> DataFile:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """A manifest entry: status, snapshot and sequence numbers, and the tracked file.
+
+    After reading (inheritance applied, spec "Sequence Number Inheritance"), ``snapshot_id``,
+    ``sequence_number`` and ``file_sequence_number`` are set for every live entry of a v2+
+    table. When *writing* an ADDED entry, ``None`` means "inherit from the manifest list".
+    """
+
+    status: EntryStatus
+    snapshot_id: int | None
+    sequence_number: int | None
+    file_sequence_number: int | None
+    data_file: DataFile
+
+    @property
+    def is_live(self) -> bool:
+        return self.status is not EntryStatus.DELETED
+
+    def evolve(self, **changes: Any) -> ManifestEntry:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFieldSummary:
+    """Manifest-list partition summary (spec element 508)."""
+
+    contains_null: bool
+    contains_nan: bool | None = None
+    lower_bound: bytes | None = None
+    upper_bound: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestFile:
+    """A manifest-list entry (the ``manifest_file`` struct)."""
+
+    manifest_path: str
+    manifest_length: int
+    partition_spec_id: int
+    content: ManifestContent = ManifestContent.DATA
+    sequence_number: int | None = None
+    min_sequence_number: int | None = None
+    added_snapshot_id: int | None = None
+    added_files_count: int | None = None
+    existing_files_count: int | None = None
+    deleted_files_count: int | None = None
+    added_rows_count: int | None = None
+    existing_rows_count: int | None = None
+    deleted_rows_count: int | None = None
+    partitions: tuple[PartitionFieldSummary, ...] | None = None
+    key_metadata: bytes | None = None
+    first_row_id: int | None = None
+
+    def has_added_files(self) -> bool:
+        return self.added_files_count is None or self.added_files_count > 0
+
+    def has_existing_files(self) -> bool:
+        return self.existing_files_count is None or self.existing_files_count > 0
+
+    def has_deleted_files(self) -> bool:
+        return self.deleted_files_count is None or self.deleted_files_count > 0
+
+    def evolve(self, **changes: Any) -> ManifestFile:
+        return replace(self, **changes)
+
+
+__all__ = [
+    "DataFile",
+    "EntryStatus",
+    "FileContent",
+    "FileFormat",
+    "ManifestContent",
+    "ManifestEntry",
+    "ManifestFile",
+    "PartitionFieldSummary",
+    "PartitionTuple",
+]

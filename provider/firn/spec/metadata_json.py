@@ -1,0 +1,396 @@
+"""Table metadata JSON for format versions 1-4 (spec "Table Metadata Fields", Appendix C).
+
+Reading accepts what Iceberg Java and PyIceberg write (``current-snapshot-id: -1`` as none,
+v1's ``schema``/``partition-spec``, missing ``refs``). Writing emits exactly the keys a given
+format version defines. Each snapshot's JSON text is cached on the snapshot object, so
+writing metadata with a long history is string concatenation rather than re-encoding.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import uuid
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from firn.errors import InvalidMetadata
+from firn.spec.partitioning import PartitionSpec
+from firn.spec.schema import Schema
+from firn.spec.schema_json import (
+    partition_field_to_json,
+    partition_fields_from_json,
+    partition_spec_from_json,
+    partition_spec_to_json,
+    schema_from_json,
+    schema_to_json,
+    sort_order_from_json,
+    sort_order_to_json,
+)
+from firn.spec.snapshots import (
+    MAIN_BRANCH,
+    BlobMetadata,
+    EncryptionKey,
+    MetadataLogEntry,
+    PartitionStatisticsFile,
+    RefType,
+    Snapshot,
+    SnapshotLogEntry,
+    SnapshotRef,
+    StatisticsFile,
+    summary_from_dict,
+)
+from firn.spec.sorting import UNSORTED, SortOrder
+from firn.spec.table_metadata import TableMetadata
+from firn.spec.versions import (
+    MIN_FORMAT_VERSION_NULL_CURRENT_SNAPSHOT,
+    MIN_FORMAT_VERSION_REFS,
+    MIN_FORMAT_VERSION_ROOT_MANIFEST,
+    MIN_FORMAT_VERSION_ROW_LINEAGE,
+    MIN_FORMAT_VERSION_SEQUENCE_NUMBERS,
+    check_format_version,
+)
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+# -- snapshots --------------------------------------------------------------------------------
+def snapshot_to_dict(s: Snapshot, format_version: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"snapshot-id": s.snapshot_id}
+    if s.parent_snapshot_id is not None:
+        out["parent-snapshot-id"] = s.parent_snapshot_id
+    if format_version >= MIN_FORMAT_VERSION_SEQUENCE_NUMBERS:
+        out["sequence-number"] = s.sequence_number
+    out["timestamp-ms"] = s.timestamp_ms
+    if s.root_manifest is not None:
+        out["root-manifest"] = s.root_manifest
+    if s.manifest_list is not None:
+        out["manifest-list"] = s.manifest_list
+    elif s.manifests is not None:
+        out["manifests"] = list(s.manifests)
+    out["summary"] = s.summary.to_dict()
+    if s.schema_id is not None:
+        out["schema-id"] = s.schema_id
+    if format_version >= MIN_FORMAT_VERSION_ROW_LINEAGE:
+        if s.first_row_id is not None:
+            out["first-row-id"] = s.first_row_id
+        if s.added_rows is not None:
+            out["added-rows"] = s.added_rows
+    if s.key_id is not None:
+        out["key-id"] = s.key_id
+    return out
+
+
+def _snapshot_json_text(s: Snapshot, format_version: int) -> str:
+    cache: dict[int, str] = s.__dict__.setdefault("_json_cache", {})
+    text = cache.get(format_version)
+    if text is None:
+        text = json.dumps(snapshot_to_dict(s, format_version), separators=(",", ":"))
+        cache[format_version] = text
+    return text
+
+
+def snapshot_from_dict(d: Mapping[str, Any], format_version: int) -> Snapshot:
+    try:
+        summary = d.get("summary") or {"operation": "append"}
+        manifests = d.get("manifests")
+        return Snapshot(
+            snapshot_id=int(d["snapshot-id"]),
+            parent_snapshot_id=int(d["parent-snapshot-id"]) if d.get("parent-snapshot-id") is not None else None,
+            sequence_number=int(d.get("sequence-number", 0)),
+            timestamp_ms=int(d["timestamp-ms"]),
+            summary=summary_from_dict(summary),
+            manifest_list=d.get("manifest-list"),
+            schema_id=int(d["schema-id"]) if d.get("schema-id") is not None else None,
+            first_row_id=int(d["first-row-id"]) if d.get("first-row-id") is not None else None,
+            added_rows=int(d["added-rows"]) if d.get("added-rows") is not None else None,
+            key_id=d.get("key-id"),
+            root_manifest=d.get("root-manifest"),
+            manifests=tuple(manifests) if manifests is not None else None,
+        )
+    except KeyError as e:
+        raise InvalidMetadata(f"snapshot is missing required field {e.args[0]!r}") from None
+    except (TypeError, ValueError) as e:
+        raise InvalidMetadata(f"invalid snapshot {d.get('snapshot-id')!r}: {e}") from e
+
+
+# -- refs, stats, logs ------------------------------------------------------------------------
+def ref_to_dict(r: SnapshotRef) -> dict[str, Any]:
+    out: dict[str, Any] = {"snapshot-id": r.snapshot_id, "type": r.ref_type.value}
+    if r.min_snapshots_to_keep is not None:
+        out["min-snapshots-to-keep"] = r.min_snapshots_to_keep
+    if r.max_snapshot_age_ms is not None:
+        out["max-snapshot-age-ms"] = r.max_snapshot_age_ms
+    if r.max_ref_age_ms is not None:
+        out["max-ref-age-ms"] = r.max_ref_age_ms
+    return out
+
+
+def ref_from_dict(d: Mapping[str, Any]) -> SnapshotRef:
+    def opt(key: str) -> int | None:
+        v = d.get(key)
+        return int(v) if v is not None else None
+
+    return SnapshotRef(
+        snapshot_id=int(d["snapshot-id"]),
+        ref_type=RefType(str(d["type"]).lower()),
+        min_snapshots_to_keep=opt("min-snapshots-to-keep"),
+        max_snapshot_age_ms=opt("max-snapshot-age-ms"),
+        max_ref_age_ms=opt("max-ref-age-ms"),
+    )
+
+
+def statistics_to_dict(s: StatisticsFile) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "snapshot-id": s.snapshot_id,
+        "statistics-path": s.statistics_path,
+        "file-size-in-bytes": s.file_size_in_bytes,
+        "file-footer-size-in-bytes": s.file_footer_size_in_bytes,
+    }
+    if s.key_metadata is not None:
+        out["key-metadata"] = s.key_metadata
+    blobs = []
+    for b in s.blob_metadata:
+        item: dict[str, Any] = {
+            "type": b.type,
+            "snapshot-id": b.snapshot_id,
+            "sequence-number": b.sequence_number,
+            "fields": list(b.fields),
+        }
+        if b.properties:
+            item["properties"] = dict(b.properties)
+        blobs.append(item)
+    out["blob-metadata"] = blobs
+    return out
+
+
+def statistics_from_dict(d: Mapping[str, Any]) -> StatisticsFile:
+    return StatisticsFile(
+        snapshot_id=int(d["snapshot-id"]),
+        statistics_path=str(d["statistics-path"]),
+        file_size_in_bytes=int(d["file-size-in-bytes"]),
+        file_footer_size_in_bytes=int(d["file-footer-size-in-bytes"]),
+        key_metadata=d.get("key-metadata"),
+        blob_metadata=tuple(
+            BlobMetadata(
+                type=str(b["type"]),
+                snapshot_id=int(b["snapshot-id"]),
+                sequence_number=int(b["sequence-number"]),
+                fields=tuple(int(f) for f in b.get("fields", ())),
+                properties=MappingProxyType(dict(b["properties"])) if b.get("properties") else None,
+            )
+            for b in d.get("blob-metadata", ())
+        ),
+    )
+
+
+# -- table metadata ---------------------------------------------------------------------------
+def metadata_to_dict(md: TableMetadata) -> dict[str, Any]:
+    """The metadata as a JSON-ready dict (snapshots included as dicts)."""
+    return json.loads(metadata_to_json(md))
+
+
+def metadata_to_json(md: TableMetadata) -> str:
+    """Serialize to the JSON text a given format version defines."""
+    v = md.format_version
+    head: dict[str, Any] = {"format-version": v, "table-uuid": str(md.table_uuid), "location": md.location}
+    if v >= MIN_FORMAT_VERSION_SEQUENCE_NUMBERS:
+        head["last-sequence-number"] = md.last_sequence_number
+    head["last-updated-ms"] = md.last_updated_ms
+    head["last-column-id"] = md.last_column_id
+    if v == 1:
+        head["schema"] = schema_to_json(md.schema())
+    head["current-schema-id"] = md.current_schema_id
+    head["schemas"] = [schema_to_json(s) for s in md.schemas]
+    if v == 1:
+        head["partition-spec"] = [partition_field_to_json(f) for f in md.spec().fields]
+    head["default-spec-id"] = md.default_spec_id
+    head["partition-specs"] = [partition_spec_to_json(s) for s in md.partition_specs]
+    head["last-partition-id"] = md.last_partition_id
+    head["default-sort-order-id"] = md.default_sort_order_id
+    head["sort-orders"] = [sort_order_to_json(o) for o in md.sort_orders]
+    head["properties"] = dict(md.properties)
+    if md.current_snapshot_id is not None:
+        head["current-snapshot-id"] = md.current_snapshot_id
+    elif v < MIN_FORMAT_VERSION_NULL_CURRENT_SNAPSHOT:
+        head["current-snapshot-id"] = -1
+    if v >= MIN_FORMAT_VERSION_REFS:
+        head["refs"] = {name: ref_to_dict(r) for name, r in md.refs.items()}
+    tail: dict[str, Any] = {
+        "statistics": [statistics_to_dict(s) for s in md.statistics],
+        "partition-statistics": [
+            {"snapshot-id": p.snapshot_id, "statistics-path": p.statistics_path, "file-size-in-bytes": p.file_size_in_bytes}
+            for p in md.partition_statistics
+        ],
+        "snapshot-log": [{"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id} for e in md.snapshot_log],
+        "metadata-log": [{"timestamp-ms": e.timestamp_ms, "metadata-file": e.metadata_file} for e in md.metadata_log],
+    }
+    if v >= MIN_FORMAT_VERSION_ROW_LINEAGE:
+        tail["next-row-id"] = md.next_row_id if md.next_row_id is not None else 0
+        if md.encryption_keys:
+            tail["encryption-keys"] = [
+                {
+                    "key-id": k.key_id,
+                    "encrypted-key-metadata": k.encrypted_key_metadata,
+                    **({"encrypted-by-id": k.encrypted_by_id} if k.encrypted_by_id else {}),
+                    **({"properties": dict(k.properties)} if k.properties else {}),
+                }
+                for k in md.encryption_keys
+            ]
+    snapshots = ",".join(_snapshot_json_text(s, v) for s in md.snapshots)
+    head_text = json.dumps(head, separators=(",", ":"))
+    tail_text = json.dumps(tail, separators=(",", ":"))
+    return f'{head_text[:-1]},"snapshots":[{snapshots}],{tail_text[1:]}'
+
+
+def metadata_from_json(text: str | bytes, *, location: str | None = None) -> TableMetadata:
+    """Parse metadata JSON (optionally gzip-compressed). Errors name ``location``."""
+    try:
+        if isinstance(text, bytes):
+            if text[:2] == GZIP_MAGIC:
+                text = gzip.decompress(text)
+            text = text.decode("utf-8")
+        data = json.loads(text)
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InvalidMetadata(f"table metadata is not valid JSON ({e})", location=location) from e
+    if not isinstance(data, dict):
+        raise InvalidMetadata("table metadata must be a JSON object", location=location)
+    try:
+        return metadata_from_dict(data, location=location)
+    except InvalidMetadata as e:
+        if location and e.location is None:
+            raise InvalidMetadata(str(e), location=location) from e
+        raise
+
+
+def metadata_from_dict(d: Mapping[str, Any], *, location: str | None = None) -> TableMetadata:
+    if "format-version" not in d:
+        raise InvalidMetadata("table metadata is missing format-version", location=location)
+    v = check_format_version(d["format-version"], location=location)
+    try:
+        return _metadata_from_dict(d, v)
+    except InvalidMetadata:
+        raise
+    except KeyError as e:
+        raise InvalidMetadata(f"table metadata is missing required field {e.args[0]!r}", location=location) from None
+    except (TypeError, ValueError, AttributeError) as e:
+        raise InvalidMetadata(f"invalid table metadata: {e}", location=location) from e
+
+
+def _metadata_from_dict(d: Mapping[str, Any], v: int) -> TableMetadata:
+    # Schemas: v1 may carry only the deprecated "schema".
+    if d.get("schemas"):
+        schemas = tuple(schema_from_json(s) for s in d["schemas"])
+        current_schema_id = int(d["current-schema-id"]) if "current-schema-id" in d else schemas[0].schema_id
+    elif "schema" in d:
+        s = schema_from_json(d["schema"])
+        schemas = (s,)
+        current_schema_id = s.schema_id
+    else:
+        raise KeyError("schemas")
+    if current_schema_id not in {s.schema_id for s in schemas}:
+        raise InvalidMetadata(f"current-schema-id {current_schema_id} is not among the schemas")
+
+    if d.get("partition-specs"):
+        specs = tuple(partition_spec_from_json(s) for s in d["partition-specs"])
+        default_spec_id = int(d.get("default-spec-id", specs[0].spec_id))
+    elif "partition-spec" in d:
+        specs = (PartitionSpec(0, partition_fields_from_json(d["partition-spec"], implicit_ids=True)),)
+        default_spec_id = 0
+    else:
+        raise KeyError("partition-specs")
+    if default_spec_id not in {s.spec_id for s in specs}:
+        raise InvalidMetadata(f"default-spec-id {default_spec_id} is not among the partition specs")
+    last_partition_id = d.get("last-partition-id")
+    if last_partition_id is None:
+        last_partition_id = max((f.field_id for s in specs for f in s.fields), default=999)
+
+    sort_orders: tuple[SortOrder, ...]
+    if d.get("sort-orders"):
+        sort_orders = tuple(sort_order_from_json(o) for o in d["sort-orders"])
+        default_sort_order_id = int(d.get("default-sort-order-id", sort_orders[0].order_id))
+    else:
+        sort_orders = (UNSORTED,)
+        default_sort_order_id = UNSORTED.order_id
+
+    current = d.get("current-snapshot-id")
+    current_snapshot_id = int(current) if current is not None and int(current) != -1 else None
+    snapshots = tuple(snapshot_from_dict(s, v) for s in d.get("snapshots") or ())
+    if current_snapshot_id is not None and current_snapshot_id not in {s.snapshot_id for s in snapshots}:
+        raise InvalidMetadata(f"current-snapshot-id {current_snapshot_id} is not among the snapshots")
+
+    refs_raw = d.get("refs")
+    refs: dict[str, SnapshotRef] = {}
+    if refs_raw:
+        refs = {str(k): ref_from_dict(r) for k, r in refs_raw.items()}
+    if current_snapshot_id is not None and MAIN_BRANCH not in refs:
+        refs[MAIN_BRANCH] = SnapshotRef(current_snapshot_id, RefType.BRANCH)
+
+    uuid_text = d.get("table-uuid")
+    if uuid_text is None and v > 1:
+        raise KeyError("table-uuid")
+    table_uuid = uuid.UUID(uuid_text) if uuid_text is not None else uuid.uuid4()
+
+    if v >= MIN_FORMAT_VERSION_ROW_LINEAGE and "next-row-id" not in d:
+        raise KeyError("next-row-id")
+    location = d.get("location")
+    if location is None and v < MIN_FORMAT_VERSION_ROOT_MANIFEST:
+        raise KeyError("location")
+
+    return TableMetadata(
+        format_version=v,
+        table_uuid=table_uuid,
+        location=str(location or ""),
+        last_sequence_number=int(d.get("last-sequence-number", 0)),
+        last_updated_ms=int(d["last-updated-ms"]),
+        last_column_id=int(d["last-column-id"]),
+        schemas=schemas,
+        current_schema_id=current_schema_id,
+        partition_specs=specs,
+        default_spec_id=default_spec_id,
+        last_partition_id=int(last_partition_id),
+        sort_orders=sort_orders,
+        default_sort_order_id=default_sort_order_id,
+        properties=MappingProxyType({str(k): str(val) for k, val in (d.get("properties") or {}).items()}),
+        current_snapshot_id=current_snapshot_id,
+        snapshots=snapshots,
+        snapshot_log=tuple(
+            SnapshotLogEntry(int(e["snapshot-id"]), int(e["timestamp-ms"])) for e in d.get("snapshot-log") or ()
+        ),
+        metadata_log=tuple(
+            MetadataLogEntry(str(e["metadata-file"]), int(e["timestamp-ms"])) for e in d.get("metadata-log") or ()
+        ),
+        refs=MappingProxyType(refs),
+        statistics=tuple(statistics_from_dict(s) for s in d.get("statistics") or ()),
+        partition_statistics=tuple(
+            PartitionStatisticsFile(int(p["snapshot-id"]), str(p["statistics-path"]), int(p["file-size-in-bytes"]))
+            for p in d.get("partition-statistics") or ()
+        ),
+        next_row_id=int(d["next-row-id"]) if d.get("next-row-id") is not None else None,
+        encryption_keys=tuple(
+            EncryptionKey(
+                str(k["key-id"]),
+                str(k["encrypted-key-metadata"]),
+                k.get("encrypted-by-id"),
+                MappingProxyType(dict(k["properties"])) if k.get("properties") else None,
+            )
+            for k in d.get("encryption-keys") or ()
+        ),
+    )
+
+
+def schema_list_to_json(schemas: tuple[Schema, ...]) -> list[dict[str, Any]]:
+    return [schema_to_json(s) for s in schemas]
+
+
+__all__ = [
+    "metadata_from_dict",
+    "metadata_from_json",
+    "metadata_to_dict",
+    "metadata_to_json",
+    "ref_from_dict",
+    "ref_to_dict",
+    "snapshot_from_dict",
+    "snapshot_to_dict",
+]

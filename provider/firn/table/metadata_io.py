@@ -1,0 +1,56 @@
+"""Reading and writing table metadata files (spec "Table Metadata", Appendix F file naming)."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import uuid
+
+from firn.errors import AlreadyExists, InvalidMetadata
+from firn.io.base import FileIO
+from firn.spec.metadata_json import metadata_from_json, metadata_to_json
+from firn.spec.table_metadata import TableMetadata
+
+_VERSION = re.compile(r"(?:^|/)(\d+)-[0-9a-fA-F-]+\.(?:gz\.)?metadata\.json(?:\.gz)?$")
+
+
+def metadata_dir(metadata: TableMetadata) -> str:
+    custom = metadata.properties.get("write.metadata.path")
+    return custom.rstrip("/") if custom else f"{metadata.location.rstrip('/')}/metadata"
+
+
+def parse_metadata_version(location: str | None) -> int:
+    """The ``NNNNN`` counter of ``NNNNN-<uuid>.metadata.json``; -1 when absent or unparseable."""
+    if not location:
+        return -1
+    m = _VERSION.search(location)
+    return int(m.group(1)) if m else -1
+
+
+def new_metadata_location(metadata: TableMetadata, previous_location: str | None) -> str:
+    """``<location>/metadata/<NNNNN>-<uuid>.metadata.json`` with the counter after the previous one."""
+    version = parse_metadata_version(previous_location) + 1
+    suffix = ".gz.metadata.json" if metadata.table_properties.metadata_compression == "gzip" else ".metadata.json"
+    return f"{metadata_dir(metadata)}/{version:05d}-{uuid.uuid4()}{suffix}"
+
+
+def write_metadata(io: FileIO, metadata: TableMetadata, location: str) -> int:
+    """Write the metadata file; it must not exist yet. Returns the bytes written."""
+    data = metadata_to_json(metadata).encode("utf-8")
+    if location.endswith(".gz.metadata.json") or location.endswith(".metadata.json.gz"):
+        data = gzip.compress(data, mtime=0)
+    try:
+        return io.new_output(location).write(data, overwrite=False)
+    except AlreadyExists:
+        raise AlreadyExists(f"metadata file {location} already exists; refusing to overwrite it") from None
+
+
+def read_metadata(io: FileIO, location: str) -> TableMetadata:
+    """Read and parse a metadata file; errors name the file."""
+    data = io.new_input(location).read()
+    if not data:
+        raise InvalidMetadata("metadata file is empty", location=location)
+    return metadata_from_json(data, location=location)
+
+
+__all__ = ["metadata_dir", "new_metadata_location", "parse_metadata_version", "read_metadata", "write_metadata"]
