@@ -19,6 +19,7 @@ from firn.io.base import FileIO
 
 if TYPE_CHECKING:
     from firn.spec.table_metadata import TableMetadata
+    from firn.table.create import PartitionSpecLike, SchemaLike, SortOrderLike
     from firn.table.table import Table
 
 Identifier = tuple[str, ...]
@@ -59,7 +60,9 @@ class Catalog(Protocol):
     def io(self) -> FileIO: ...
 
     # namespaces
-    def create_namespace(self, namespace: IdentifierLike, properties: Mapping[str, str] | None = None) -> None: ...
+    def create_namespace(
+        self, namespace: IdentifierLike, properties: Mapping[str, str] | None = None
+    ) -> None: ...
     def list_namespaces(self, parent: IdentifierLike = ()) -> list[Identifier]: ...
     def namespace_exists(self, namespace: IdentifierLike) -> bool: ...
     def drop_namespace(self, namespace: IdentifierLike) -> None: ...
@@ -72,7 +75,20 @@ class Catalog(Protocol):
     ) -> PropertiesUpdateSummary: ...
 
     # tables
-    def create_table(self, identifier: IdentifierLike, schema: object, **options: object) -> Table: ...
+    def create_table(
+        self,
+        identifier: IdentifierLike,
+        schema: SchemaLike,
+        *,
+        location: str | None = None,
+        partition_spec: PartitionSpecLike = None,
+        sort_order: SortOrderLike = None,
+        properties: Mapping[str, str] | None = None,
+        format_version: int | None = None,
+    ) -> Table:
+        """Create a table in an existing namespace and commit its first metadata file."""
+        ...
+
     def load_table(self, identifier: IdentifierLike) -> Table: ...
     def table_exists(self, identifier: IdentifierLike) -> bool: ...
     def list_tables(self, namespace: IdentifierLike) -> list[Identifier]: ...
@@ -86,7 +102,11 @@ class Catalog(Protocol):
         ...
 
     def commit_table(
-        self, identifier: IdentifierLike, expected_location: str, new_location: str, new_metadata: TableMetadata
+        self,
+        identifier: IdentifierLike,
+        expected_location: str,
+        new_location: str,
+        new_metadata: TableMetadata,
     ) -> None:
         """Atomically swap the metadata pointer from ``expected_location`` to ``new_location``.
 

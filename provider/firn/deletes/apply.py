@@ -63,8 +63,8 @@ _equality_files = _LRU(64)
 
 def _position_file_table(io: FileIO, delete_file: DataFile) -> pa.Table:
     cached = _position_files.get(delete_file.file_path)
-    if cached is not None:
-        return cached  # type: ignore[return-value]
+    if isinstance(cached, pa.Table):
+        return cached
     from firn.io.parquet_read import read_parquet_table
 
     table = read_parquet_table(io, delete_file.file_path, projected=POSITION_DELETE_SCHEMA)
@@ -72,7 +72,9 @@ def _position_file_table(io: FileIO, delete_file: DataFile) -> pa.Table:
     return table
 
 
-def load_positions(io: FileIO, data_file: DataFile, delete_files: Sequence[DataFile]) -> PositionBitmap | None:
+def load_positions(
+    io: FileIO, data_file: DataFile, delete_files: Sequence[DataFile]
+) -> PositionBitmap | None:
     """Union of the DV and position-delete positions that apply to ``data_file`` (None: none)."""
     bitmap: PositionBitmap | None = None
     for f in delete_files:
@@ -82,7 +84,9 @@ def load_positions(io: FileIO, data_file: DataFile, delete_files: Sequence[DataF
             if f.content_offset is None or f.content_size_in_bytes is None:
                 raise InvalidMetadata(f"deletion vector {f.file_path} has no content offset/size")
             dv = read_dv(
-                io.new_input(f.file_path), f.content_offset, f.content_size_in_bytes,
+                io.new_input(f.file_path),
+                f.content_offset,
+                f.content_size_in_bytes,
                 expected_cardinality=f.record_count,
             )
             bitmap = dv if bitmap is None else bitmap | dv
@@ -92,7 +96,9 @@ def load_positions(io: FileIO, data_file: DataFile, delete_files: Sequence[DataF
             positions = table.column("pos")
         else:
             positions = table.column("pos").filter(pc.equal(table.column("file_path"), data_file.file_path))
-        arr = positions.to_numpy() if isinstance(positions, pa.Array) else positions.combine_chunks().to_numpy()
+        arr = (
+            positions.to_numpy() if isinstance(positions, pa.Array) else positions.combine_chunks().to_numpy()
+        )
         if len(arr):
             new = PositionBitmap.from_positions(arr)
             bitmap = new if bitmap is None else bitmap | new
@@ -126,11 +132,13 @@ class EqualityDeletes:
                 raise InvalidMetadata(f"equality delete file {f.file_path} has no equality_ids")
             self._groups.setdefault(ids, []).append(self._load(io, f, ids, name_mapping))
 
-    def _load(self, io: FileIO, f: DataFile, ids: tuple[int, ...], name_mapping: NameMapping | None) -> pa.Table:
+    def _load(
+        self, io: FileIO, f: DataFile, ids: tuple[int, ...], name_mapping: NameMapping | None
+    ) -> pa.Table:
         key = f"{f.file_path}|{','.join(map(str, ids))}"
         cached = _equality_files.get(key)
-        if cached is not None:
-            return cached  # type: ignore[return-value]
+        if isinstance(cached, pa.Table):
+            return cached
         from firn.io.parquet_read import read_parquet_table
 
         fields = []
@@ -169,7 +177,9 @@ class EqualityDeletes:
         return keep
 
 
-def _multi_key_hits(data_cols: Sequence[pa.Array | pa.ChunkedArray], delete_cols: Sequence[pa.ChunkedArray]) -> pa.Array:
+def _multi_key_hits(
+    data_cols: Sequence[pa.Array | pa.ChunkedArray], delete_cols: Sequence[pa.ChunkedArray]
+) -> pa.Array:
     """Null-safe multi-column membership via a semi join on (null flag, filled value) keys."""
     n = len(data_cols[0])
     left: dict[str, object] = {"__row": pa.array(np.arange(n, dtype=np.int64))}
@@ -179,11 +189,7 @@ def _multi_key_hits(data_cols: Sequence[pa.Array | pa.ChunkedArray], delete_cols
         for name, lc, rcol in ((f"k{i}", dc, rc),):
             left[f"{name}_null"] = pc.is_null(lc)
             right[f"{name}_null"] = pc.is_null(rcol)
-            filler = pa.scalar(None, type=lc.type)
-            try:
-                filler = _zero_of(lc.type)
-            except TypeError:
-                pass
+            filler = _zero_of(lc.type)
             left[f"{name}_v"] = pc.fill_null(lc, filler)
             right[f"{name}_v"] = pc.fill_null(rcol, filler)
             keys += [f"{name}_null", f"{name}_v"]

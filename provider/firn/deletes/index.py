@@ -157,9 +157,15 @@ class DeleteFileIndex:
             key = partition_key(data_file.spec_id, data_file.partition)
             eq = self._eq_by_partition.get(key)
             if eq is not None:
-                out.extend(f for f in eq.greater_than(data_sequence_number) if may_match is None or may_match(f))
+                out.extend(
+                    f for f in eq.greater_than(data_sequence_number) if may_match is None or may_match(f)
+                )
         if self._eq_global.files:
-            out.extend(f for f in self._eq_global.greater_than(data_sequence_number) if may_match is None or may_match(f))
+            out.extend(
+                f
+                for f in self._eq_global.greater_than(data_sequence_number)
+                if may_match is None or may_match(f)
+            )
         return tuple(out)
 
     def dvs(self) -> Mapping[str, tuple[int, DataFile]]:

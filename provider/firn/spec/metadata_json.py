@@ -97,7 +97,9 @@ def snapshot_from_dict(d: Mapping[str, Any], format_version: int) -> Snapshot:
         manifests = d.get("manifests")
         return Snapshot(
             snapshot_id=int(d["snapshot-id"]),
-            parent_snapshot_id=int(d["parent-snapshot-id"]) if d.get("parent-snapshot-id") is not None else None,
+            parent_snapshot_id=int(d["parent-snapshot-id"])
+            if d.get("parent-snapshot-id") is not None
+            else None,
             sequence_number=int(d.get("sequence-number", 0)),
             timestamp_ms=int(d["timestamp-ms"]),
             summary=summary_from_dict(summary),
@@ -220,11 +222,19 @@ def metadata_to_json(md: TableMetadata) -> str:
     tail: dict[str, Any] = {
         "statistics": [statistics_to_dict(s) for s in md.statistics],
         "partition-statistics": [
-            {"snapshot-id": p.snapshot_id, "statistics-path": p.statistics_path, "file-size-in-bytes": p.file_size_in_bytes}
+            {
+                "snapshot-id": p.snapshot_id,
+                "statistics-path": p.statistics_path,
+                "file-size-in-bytes": p.file_size_in_bytes,
+            }
             for p in md.partition_statistics
         ],
-        "snapshot-log": [{"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id} for e in md.snapshot_log],
-        "metadata-log": [{"timestamp-ms": e.timestamp_ms, "metadata-file": e.metadata_file} for e in md.metadata_log],
+        "snapshot-log": [
+            {"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id} for e in md.snapshot_log
+        ],
+        "metadata-log": [
+            {"timestamp-ms": e.timestamp_ms, "metadata-file": e.metadata_file} for e in md.metadata_log
+        ],
     }
     if v >= MIN_FORMAT_VERSION_ROW_LINEAGE:
         tail["next-row-id"] = md.next_row_id if md.next_row_id is not None else 0
@@ -273,7 +283,9 @@ def metadata_from_dict(d: Mapping[str, Any], *, location: str | None = None) -> 
     except InvalidMetadata:
         raise
     except KeyError as e:
-        raise InvalidMetadata(f"table metadata is missing required field {e.args[0]!r}", location=location) from None
+        raise InvalidMetadata(
+            f"table metadata is missing required field {e.args[0]!r}", location=location
+        ) from None
     except (TypeError, ValueError, AttributeError) as e:
         raise InvalidMetadata(f"invalid table metadata: {e}", location=location) from e
 
@@ -356,15 +368,19 @@ def _metadata_from_dict(d: Mapping[str, Any], v: int) -> TableMetadata:
         current_snapshot_id=current_snapshot_id,
         snapshots=snapshots,
         snapshot_log=tuple(
-            SnapshotLogEntry(int(e["snapshot-id"]), int(e["timestamp-ms"])) for e in d.get("snapshot-log") or ()
+            SnapshotLogEntry(int(e["snapshot-id"]), int(e["timestamp-ms"]))
+            for e in d.get("snapshot-log") or ()
         ),
         metadata_log=tuple(
-            MetadataLogEntry(str(e["metadata-file"]), int(e["timestamp-ms"])) for e in d.get("metadata-log") or ()
+            MetadataLogEntry(str(e["metadata-file"]), int(e["timestamp-ms"]))
+            for e in d.get("metadata-log") or ()
         ),
         refs=MappingProxyType(refs),
         statistics=tuple(statistics_from_dict(s) for s in d.get("statistics") or ()),
         partition_statistics=tuple(
-            PartitionStatisticsFile(int(p["snapshot-id"]), str(p["statistics-path"]), int(p["file-size-in-bytes"]))
+            PartitionStatisticsFile(
+                int(p["snapshot-id"]), str(p["statistics-path"]), int(p["file-size-in-bytes"])
+            )
             for p in d.get("partition-statistics") or ()
         ),
         next_row_id=int(d["next-row-id"]) if d.get("next-row-id") is not None else None,

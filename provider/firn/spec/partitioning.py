@@ -87,13 +87,14 @@ class PartitionSpec:
 
     def partition_path(self, values: Sequence[Any], schema: Schema) -> str:
         """Hive-style path of a partition tuple: ``region=eu/ts_day=2024-01-02``."""
-        from urllib.parse import quote
+        # Java and PyIceberg use URL form encoding (a space becomes "+").
+        from urllib.parse import quote_plus
 
         parts = []
         for pf, value in zip(self.fields, values):
             src_type = schema.find_type(pf.source_id)
             text = "null" if value is None else pf.transform.to_human_string(src_type, value)
-            parts.append(f"{quote(pf.name, safe='')}={quote(text, safe='')}")
+            parts.append(f"{quote_plus(pf.name)}={quote_plus(text)}")
         return "/".join(parts)
 
     def __str__(self) -> str:
@@ -148,9 +149,11 @@ def build_partition_spec(
                 )
             transform = parse_transform(transform_text)
             if not transform.can_transform(src.field_type):
-                raise ValidationError(f"transform {transform} cannot be applied to {column!r} of type {src.field_type}")
+                raise ValidationError(
+                    f"transform {transform} cannot be applied to {column!r} of type {src.field_type}"
+                )
             next_id += 1
-            name = item[2] if len(item) == 3 else _default_name(transform, column)  # type: ignore[misc]
+            name = item[2] if len(item) == 3 else _default_name(transform, column)
             pf = PartitionField(src.field_id, next_id, transform, name)
         if pf.name in names:
             raise ValidationError(f"duplicate partition field name {pf.name!r}")
@@ -167,7 +170,9 @@ def validate_spec(spec: PartitionSpec, schema: Schema) -> None:
     for pf in spec.fields:
         src = schema.find_field_or_none(pf.source_id)
         if src is None:
-            raise ValidationError(f"partition field {pf.name!r}: source id {pf.source_id} is not in the schema")
+            raise ValidationError(
+                f"partition field {pf.name!r}: source id {pf.source_id} is not in the schema"
+            )
         if not isinstance(src.field_type, IcebergType) or not src.field_type.is_primitive:
             raise ValidationError(f"partition field {pf.name!r}: source {src.name!r} must be a primitive")
         if not pf.transform.can_transform(src.field_type):
@@ -180,7 +185,9 @@ def validate_spec(spec: PartitionSpec, schema: Schema) -> None:
         seen.add(key)
         other = schema.find_field_or_none(pf.name)
         if other is not None and not (pf.transform.is_identity and other.field_id == pf.source_id):
-            raise ValidationError(f"partition field name {pf.name!r} conflicts with schema column {other.name!r}")
+            raise ValidationError(
+                f"partition field name {pf.name!r} conflicts with schema column {other.name!r}"
+            )
 
 
 __all__ = [

@@ -167,7 +167,9 @@ class TableProperties:
             raise ValidationError(f"table property {PARQUET_COMPRESSION!r}: unknown codec {codec!r}")
         meta_codec = str(p.get(METADATA_COMPRESSION, "none")).strip().lower()
         if meta_codec not in ("none", "gzip"):
-            raise ValidationError(f"table property {METADATA_COMPRESSION!r} must be none or gzip, got {meta_codec!r}")
+            raise ValidationError(
+                f"table property {METADATA_COMPRESSION!r} must be none or gzip, got {meta_codec!r}"
+            )
         max_ref = p.get(MAX_REF_AGE_MS)
         return cls(
             raw=dict(p),
@@ -192,9 +194,15 @@ class TableProperties:
             delete_mode=_enum(p, DELETE_MODE, RowLevelMode, RowLevelMode.COPY_ON_WRITE),  # type: ignore[arg-type]
             update_mode=_enum(p, UPDATE_MODE, RowLevelMode, RowLevelMode.COPY_ON_WRITE),  # type: ignore[arg-type]
             merge_mode=_enum(p, MERGE_MODE, RowLevelMode, RowLevelMode.COPY_ON_WRITE),  # type: ignore[arg-type]
-            delete_isolation_level=_enum(p, DELETE_ISOLATION_LEVEL, IsolationLevel, IsolationLevel.SERIALIZABLE),  # type: ignore[arg-type]
-            update_isolation_level=_enum(p, UPDATE_ISOLATION_LEVEL, IsolationLevel, IsolationLevel.SERIALIZABLE),  # type: ignore[arg-type]
-            merge_isolation_level=_enum(p, MERGE_ISOLATION_LEVEL, IsolationLevel, IsolationLevel.SERIALIZABLE),  # type: ignore[arg-type]
+            delete_isolation_level=_enum(
+                p, DELETE_ISOLATION_LEVEL, IsolationLevel, IsolationLevel.SERIALIZABLE
+            ),  # type: ignore[arg-type]
+            update_isolation_level=_enum(
+                p, UPDATE_ISOLATION_LEVEL, IsolationLevel, IsolationLevel.SERIALIZABLE
+            ),  # type: ignore[arg-type]
+            merge_isolation_level=_enum(
+                p, MERGE_ISOLATION_LEVEL, IsolationLevel, IsolationLevel.SERIALIZABLE
+            ),  # type: ignore[arg-type]
             max_snapshot_age_ms=_int(p, MAX_SNAPSHOT_AGE_MS, 5 * 24 * 3600 * 1000, minimum=0),
             min_snapshots_to_keep=_int(p, MIN_SNAPSHOTS_TO_KEEP, 1, minimum=1),
             max_ref_age_ms=_int(p, MAX_REF_AGE_MS, 0, minimum=0) if max_ref is not None else None,

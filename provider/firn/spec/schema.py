@@ -124,9 +124,7 @@ class Schema:
             raise ValidationError(f"no field {name_or_id!r} in schema {self.schema_id}: {self.column_names}")
         return found
 
-    def find_field_or_none(
-        self, name_or_id: str | int, *, case_sensitive: bool = True
-    ) -> NestedField | None:
+    def find_field_or_none(self, name_or_id: str | int, *, case_sensitive: bool = True) -> NestedField | None:
         by_id, by_name, _ = self._index
         if isinstance(name_or_id, int):
             return by_id.get(name_or_id)
@@ -170,7 +168,9 @@ class Schema:
         for name in names:
             f = self.find_field_or_none(name, case_sensitive=case_sensitive)
             if f is None:
-                raise ValidationError(f"cannot select unknown column {name!r}; columns are {self.column_names}")
+                raise ValidationError(
+                    f"cannot select unknown column {name!r}; columns are {self.column_names}"
+                )
             ids.add(f.field_id)
         return self.select_ids(ids)
 
@@ -187,14 +187,12 @@ class Schema:
             if selected_whole or not isinstance(t, StructType):
                 return t
             return StructType(
-                *(
-                    f.with_type(prune(f.field_type, f.field_id in ids))
-                    for f in t.fields
-                    if f.field_id in keep
-                )
+                *(f.with_type(prune(f.field_type, f.field_id in ids)) for f in t.fields if f.field_id in keep)
             )
 
-        fields = [f.with_type(prune(f.field_type, f.field_id in ids)) for f in self.fields if f.field_id in keep]
+        fields = [
+            f.with_type(prune(f.field_type, f.field_id in ids)) for f in self.fields if f.field_id in keep
+        ]
         return Schema(
             *fields,
             schema_id=self.schema_id,
@@ -238,7 +236,9 @@ class Schema:
             if not isinstance(parent.field_type, StructType):
                 raise ValidationError(f"identifier field {f.name!r} cannot be nested in a list or map")
             if not parent.required:
-                raise ValidationError(f"identifier field {f.name!r} is nested in optional struct {parent.name!r}")
+                raise ValidationError(
+                    f"identifier field {f.name!r} is nested in optional struct {parent.name!r}"
+                )
             cur = self.parent_id(cur)
 
 
@@ -260,8 +260,15 @@ def assign_fresh_ids(schema: Schema, start: int = 1) -> tuple[Schema, int]:
             new_ids = [next_id(f.field_id) for f in t.fields]
             return StructType(
                 *(
-                    NestedField(nid, f.name, reassign_type(f.field_type), f.required, f.doc,
-                                f.initial_default, f.write_default)
+                    NestedField(
+                        nid,
+                        f.name,
+                        reassign_type(f.field_type),
+                        f.required,
+                        f.doc,
+                        f.initial_default,
+                        f.write_default,
+                    )
                     for nid, f in zip(new_ids, t.fields)
                 )
             )

@@ -151,7 +151,9 @@ def partition_spec_to_json(spec: PartitionSpec) -> dict[str, Any]:
     return {"spec-id": spec.spec_id, "fields": [partition_field_to_json(f) for f in spec.fields]}
 
 
-def partition_fields_from_json(data: Sequence[Mapping[str, Any]], *, implicit_ids: bool) -> tuple[PartitionField, ...]:
+def partition_fields_from_json(
+    data: Sequence[Mapping[str, Any]], *, implicit_ids: bool
+) -> tuple[PartitionField, ...]:
     out: list[PartitionField] = []
     for i, f in enumerate(data):
         source_ids = f.get("source-ids")

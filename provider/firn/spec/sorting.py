@@ -61,7 +61,7 @@ def build_sort_order(schema: Schema, fields: Iterable[SortFieldLike], *, order_i
         if isinstance(item, SortField):
             out.append(item)
             continue
-        parts = (item,) if isinstance(item, str) else item
+        parts: tuple[str, ...] = (item,) if isinstance(item, str) else tuple(item)
         column = parts[0]
         src = schema.find_field_or_none(column)
         if src is None:
@@ -74,7 +74,9 @@ def build_sort_order(schema: Schema, fields: Iterable[SortFieldLike], *, order_i
         try:
             null_order = NullOrder(parts[2].lower()) if len(parts) > 2 else default_nulls
         except ValueError as e:
-            raise ValidationError(f"null order must be 'nulls-first' or 'nulls-last', got {parts[2]!r}") from e
+            raise ValidationError(
+                f"null order must be 'nulls-first' or 'nulls-last', got {parts[2]!r}"
+            ) from e
         out.append(SortField(src.field_id, parse_transform("identity"), direction, null_order))
     if not out:
         return UNSORTED

@@ -79,7 +79,9 @@ def snapshot_changes(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) ->
     return legacy_snapshot_changes(io, metadata, snapshot)
 
 
-def snapshots_between(metadata: TableMetadata, from_snapshot_id: int | None, to_snapshot_id: int) -> list[Snapshot]:
+def snapshots_between(
+    metadata: TableMetadata, from_snapshot_id: int | None, to_snapshot_id: int
+) -> list[Snapshot]:
     """Ancestors of ``to`` back to (excluding) ``from``, oldest first; ``from`` must be an ancestor."""
     chain = metadata.ancestors_of(to_snapshot_id)
     out: list[Snapshot] = []

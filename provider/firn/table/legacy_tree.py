@@ -49,7 +49,9 @@ def snapshot_manifests(io: object, snapshot: Snapshot | None) -> list[ManifestFi
     return read_manifest_list(io.new_input(snapshot.manifest_list))  # type: ignore[attr-defined]
 
 
-def _summary_may_contain(manifest: ManifestFile, partition: tuple[object, ...], types: Sequence[object]) -> bool:
+def _summary_may_contain(
+    manifest: ManifestFile, partition: tuple[object, ...], types: Sequence[object]
+) -> bool:
     """Whether a manifest's partition summaries admit a partition tuple (spec element 508)."""
     summaries = manifest.partitions
     if not summaries or len(summaries) != len(partition):
@@ -72,7 +74,7 @@ def _summary_may_contain(manifest: ManifestFile, partition: tuple[object, ...], 
             if isinstance(t, FloatType | DoubleType):
                 if not (lower <= value <= upper):
                     return False
-            elif not (lower <= value <= upper):  # type: ignore[operator]
+            elif not (lower <= value <= upper):
                 return False
         except TypeError:
             return True
@@ -128,7 +130,11 @@ class LegacyTreeWriter:
         )
 
     def _new_manifests(
-        self, base: TableMetadata, ctx: CommitContext, files: Iterable[DataFile], content: ManifestContent,
+        self,
+        base: TableMetadata,
+        ctx: CommitContext,
+        files: Iterable[DataFile],
+        content: ManifestContent,
         data_sequence_number: int | None,
     ) -> list[ManifestFile]:
         by_spec: dict[int, list[ManifestEntry]] = {}
@@ -136,7 +142,9 @@ class LegacyTreeWriter:
             by_spec.setdefault(f.spec_id, []).append(
                 ManifestEntry(EntryStatus.ADDED, self.producer.snapshot_id, data_sequence_number, None, f)
             )
-        return [self._write(base, ctx, entries, spec_id, content) for spec_id, entries in sorted(by_spec.items())]
+        return [
+            self._write(base, ctx, entries, spec_id, content) for spec_id, entries in sorted(by_spec.items())
+        ]
 
     def _filter(
         self,
@@ -159,7 +167,10 @@ class LegacyTreeWriter:
             candidates = by_spec.get(m.partition_spec_id, [])
             if m.partitions and candidates:
                 try:
-                    types = [f.field_type for f in base.spec_by_id(m.partition_spec_id).partition_type(schema).fields]
+                    types = [
+                        f.field_type
+                        for f in base.spec_by_id(m.partition_spec_id).partition_type(schema).fields
+                    ]
                     candidates = [f for f in candidates if _summary_may_contain(m, f.partition, types)]
                 except Exception:  # a spec whose source column was dropped: don't prune
                     pass
@@ -176,7 +187,9 @@ class LegacyTreeWriter:
                     self._in_use.add(new_m.manifest_path)
                 found |= hits
                 continue
-            entries = read_manifest(ctx.io.new_input(m.manifest_path), m, partition_type=_ptype(base, m.partition_spec_id))
+            entries = read_manifest(
+                ctx.io.new_input(m.manifest_path), m, partition_type=_ptype(base, m.partition_spec_id)
+            )
             hit_paths = frozenset(e.data_file.file_path for e in entries if e.data_file.file_path in wanted)
             if not hit_paths:
                 self._filtered[(m.manifest_path, wanted)] = (m, hit_paths)
@@ -231,13 +244,21 @@ class LegacyTreeWriter:
         return out, merged_count
 
     def _merge_bin(
-        self, base: TableMetadata, ctx: CommitContext, bin_: Sequence[ManifestFile], spec_id: int, content: ManifestContent
+        self,
+        base: TableMetadata,
+        ctx: CommitContext,
+        bin_: Sequence[ManifestFile],
+        spec_id: int,
+        content: ManifestContent,
     ) -> ManifestFile:
         sid = self.producer.snapshot_id
         entries: list[ManifestEntry] = []
         for m in bin_:
             for e in read_manifest(
-                ctx.io.new_input(m.manifest_path), m, partition_type=_ptype(base, spec_id), include_deleted=True
+                ctx.io.new_input(m.manifest_path),
+                m,
+                partition_type=_ptype(base, spec_id),
+                include_deleted=True,
             ):
                 if e.status is EntryStatus.DELETED:
                     # Deletes are only carried in the snapshot that made them.
@@ -247,7 +268,13 @@ class LegacyTreeWriter:
                     entries.append(e)
                 else:
                     entries.append(
-                        ManifestEntry(EntryStatus.EXISTING, e.snapshot_id, e.sequence_number, e.file_sequence_number, e.data_file)
+                        ManifestEntry(
+                            EntryStatus.EXISTING,
+                            e.snapshot_id,
+                            e.sequence_number,
+                            e.file_sequence_number,
+                            e.data_file,
+                        )
                     )
         return self._write(base, ctx, entries, spec_id, content)
 
@@ -267,7 +294,9 @@ class LegacyTreeWriter:
             self._new_data = self._new_manifests(
                 base, ctx, changes.added_data, ManifestContent.DATA, changes.data_sequence_number
             )
-            self._new_deletes = self._new_manifests(base, ctx, changes.added_deletes, ManifestContent.DELETES, None)
+            self._new_deletes = self._new_manifests(
+                base, ctx, changes.added_deletes, ManifestContent.DELETES, None
+            )
         assert self._new_deletes is not None
         self._in_use |= {m.manifest_path for m in (*self._new_data, *self._new_deletes)}
 
@@ -276,7 +305,9 @@ class LegacyTreeWriter:
         removed_data = {f.file_path: f for f in changes.removed_data}
         removed_deletes = {f.file_path: f for f in changes.removed_deletes}
         data_kept, found_data, replaced_data = self._filter(base, ctx, existing_data, removed_data)
-        delete_kept, found_deletes, replaced_deletes = self._filter(base, ctx, existing_deletes, removed_deletes)
+        delete_kept, found_deletes, replaced_deletes = self._filter(
+            base, ctx, existing_deletes, removed_deletes
+        )
         missing = (set(removed_data) - found_data) | (set(removed_deletes) - found_deletes)
         if missing:
             sample = ", ".join(sorted(missing)[:3])
@@ -285,7 +316,9 @@ class LegacyTreeWriter:
                 f"concurrent commit?): {sample}"
             )
 
-        data_manifests, merged_data = self._merge(base, ctx, [*self._new_data, *data_kept], ManifestContent.DATA)
+        data_manifests, merged_data = self._merge(
+            base, ctx, [*self._new_data, *data_kept], ManifestContent.DATA
+        )
         delete_manifests, merged_deletes = self._merge(
             base, ctx, [*self._new_deletes, *delete_kept], ManifestContent.DELETES
         )
@@ -306,7 +339,9 @@ class LegacyTreeWriter:
         added_rows = None
         if result.next_row_id is not None and base.next_row_id is not None:
             added_rows = result.next_row_id - base.next_row_id
-        created = len([m for m in manifests if m.manifest_path in self._in_use and m.manifest_path != list_location])
+        created = len(
+            [m for m in manifests if m.manifest_path in self._in_use and m.manifest_path != list_location]
+        )
         extra = {
             "manifests-created": str(created),
             "manifests-kept": str(len(manifests) - created),

@@ -223,7 +223,9 @@ class _Builder:
         self.set(snapshots=snapshots, snapshot_log=tuple(log), statistics=stats, partition_statistics=pstats)
 
 
-def apply_updates(base: TableMetadata, updates: Iterable[TableUpdate], *, timestamp_ms: int | None = None) -> TableMetadata:
+def apply_updates(
+    base: TableMetadata, updates: Iterable[TableUpdate], *, timestamp_ms: int | None = None
+) -> TableMetadata:
     """Apply updates in order; returns new metadata (``base`` itself if nothing changed)."""
     b = _Builder(base)
     for u in updates:
@@ -233,7 +235,9 @@ def apply_updates(base: TableMetadata, updates: Iterable[TableUpdate], *, timest
     return replace(b.md, last_updated_ms=max(timestamp_ms or now_ms(), base.last_updated_ms))
 
 
-def with_metadata_log(metadata: TableMetadata, previous_location: str | None, previous: TableMetadata | None) -> TableMetadata:
+def with_metadata_log(
+    metadata: TableMetadata, previous_location: str | None, previous: TableMetadata | None
+) -> TableMetadata:
     """Append the previous metadata file to the metadata log, trimmed to
     ``write.metadata.previous-versions-max`` entries (spec "metadata-log")."""
     if previous_location is None or previous is None:

@@ -30,7 +30,9 @@ def parse_metadata_version(location: str | None) -> int:
 def new_metadata_location(metadata: TableMetadata, previous_location: str | None) -> str:
     """``<location>/metadata/<NNNNN>-<uuid>.metadata.json`` with the counter after the previous one."""
     version = parse_metadata_version(previous_location) + 1
-    suffix = ".gz.metadata.json" if metadata.table_properties.metadata_compression == "gzip" else ".metadata.json"
+    suffix = (
+        ".gz.metadata.json" if metadata.table_properties.metadata_compression == "gzip" else ".metadata.json"
+    )
     return f"{metadata_dir(metadata)}/{version:05d}-{uuid.uuid4()}{suffix}"
 
 
@@ -53,4 +55,10 @@ def read_metadata(io: FileIO, location: str) -> TableMetadata:
     return metadata_from_json(data, location=location)
 
 
-__all__ = ["metadata_dir", "new_metadata_location", "parse_metadata_version", "read_metadata", "write_metadata"]
+__all__ = [
+    "metadata_dir",
+    "new_metadata_location",
+    "parse_metadata_version",
+    "read_metadata",
+    "write_metadata",
+]

@@ -74,7 +74,9 @@ def read_manifests_parallel(
     def one(m: ManifestFile) -> list[ManifestEntry]:
         spec = metadata.specs.get(m.partition_spec_id)
         ptype = partition_type_or_none(spec, schema) if spec is not None else None
-        return read_manifest(io.new_input(m.manifest_path), m, partition_type=ptype, include_deleted=include_deleted)
+        return read_manifest(
+            io.new_input(m.manifest_path), m, partition_type=ptype, include_deleted=include_deleted
+        )
 
     if len(manifests) <= 1:
         return [one(m) for m in manifests]
@@ -85,7 +87,9 @@ def read_manifests_parallel(
 class _SpecEvaluators:
     """Per-spec evaluators, built lazily once per scan."""
 
-    def __init__(self, metadata: TableMetadata, schema: Schema, row_filter: BooleanExpression, case_sensitive: bool) -> None:
+    def __init__(
+        self, metadata: TableMetadata, schema: Schema, row_filter: BooleanExpression, case_sensitive: bool
+    ) -> None:
         self.metadata = metadata
         self.schema = schema
         self.row_filter = row_filter
@@ -102,7 +106,9 @@ class _SpecEvaluators:
             spec = self._spec(spec_id)
             ev = None
             if spec is not None and spec.fields and partition_type_or_none(spec, self.schema) is not None:
-                ev = ManifestEvaluator.for_row_filter(spec, self.schema, self.row_filter, case_sensitive=self.case_sensitive)
+                ev = ManifestEvaluator.for_row_filter(
+                    spec, self.schema, self.row_filter, case_sensitive=self.case_sensitive
+                )
             self._manifest[spec_id] = ev
         return self._manifest[spec_id]
 
@@ -111,7 +117,9 @@ class _SpecEvaluators:
             spec = self._spec(spec_id)
             ev = None
             if spec is not None and spec.fields and partition_type_or_none(spec, self.schema) is not None:
-                ev = PartitionEvaluator.for_row_filter(spec, self.schema, self.row_filter, case_sensitive=self.case_sensitive)
+                ev = PartitionEvaluator.for_row_filter(
+                    spec, self.schema, self.row_filter, case_sensitive=self.case_sensitive
+                )
             self._partition[spec_id] = ev
         return self._partition[spec_id]
 
@@ -120,7 +128,9 @@ class _SpecEvaluators:
             spec = self._spec(spec_id)
             if spec is None or partition_type_or_none(spec, self.schema) is None:
                 spec = PartitionSpec(spec_id, ())
-            self._residual[spec_id] = ResidualEvaluator(spec, self.schema, self.row_filter, case_sensitive=self.case_sensitive)
+            self._residual[spec_id] = ResidualEvaluator(
+                spec, self.schema, self.row_filter, case_sensitive=self.case_sensitive
+            )
         return self._residual[spec_id]
 
 
@@ -167,8 +177,12 @@ def plan_legacy(
     data_manifests = [m for m in all_manifests if m.content is ManifestContent.DATA and keep_manifest(m)]
     delete_manifests = [m for m in all_manifests if m.content is ManifestContent.DELETES and keep_manifest(m)]
     read = read_manifests_parallel(io, [*data_manifests, *delete_manifests], metadata, schema)
-    data_entries = [e for entries in read[: len(data_manifests)] for e in select_entries(entries, evaluators, metrics)]
-    delete_entries = [e for entries in read[len(data_manifests) :] for e in select_entries(entries, evaluators, metrics)]
+    data_entries = [
+        e for entries in read[: len(data_manifests)] for e in select_entries(entries, evaluators, metrics)
+    ]
+    delete_entries = [
+        e for entries in read[len(data_manifests) :] for e in select_entries(entries, evaluators, metrics)
+    ]
     index = DeleteFileIndex(delete_entries, metadata.specs)
     return build_tasks(data_entries, index, evaluators)
 

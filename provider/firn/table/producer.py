@@ -139,7 +139,15 @@ def build_summary(
 ) -> Summary:
     counts = file_summary(changes)
     props: dict[str, str] = {k: str(v) for k, v in counts.items()}
-    partitions = {(f.spec_id, f.partition) for f in (*changes.added_data, *changes.removed_data, *changes.added_deletes, *changes.removed_deletes)}
+    partitions = {
+        (f.spec_id, f.partition)
+        for f in (
+            *changes.added_data,
+            *changes.removed_data,
+            *changes.added_deletes,
+            *changes.removed_deletes,
+        )
+    }
     props["changed-partition-count"] = str(len(partitions))
     for total, plus, minus in _TOTALS:
         if parent is None:
@@ -184,7 +192,9 @@ class SnapshotProducer:
         return self.operation
 
     # -- the action protocol -----------------------------------------------------------------------
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> tuple[list[TableUpdate], list[TableRequirement]]:
+    def apply(
+        self, base: TableMetadata, ctx: CommitContext
+    ) -> tuple[list[TableUpdate], list[TableRequirement]]:
         parent = base.snapshot_for_ref(self.branch)
         if self.branch != MAIN_BRANCH and base.refs.get(self.branch) is None:
             # Committing to a new branch starts it from main's current snapshot (Java behaviour).
@@ -227,9 +237,10 @@ class SnapshotProducer:
                 existing_ref.max_ref_age_ms if existing_ref else None,
             ),
         ]
+        current_ref = base.ref(self.branch)
         requirements: list[TableRequirement] = [
             AssertTableUUID(base.table_uuid),
-            AssertRefSnapshotId(self.branch, base.ref(self.branch).snapshot_id if base.ref(self.branch) else None),
+            AssertRefSnapshotId(self.branch, current_ref.snapshot_id if current_ref is not None else None),
         ]
         return updates, requirements
 

@@ -74,9 +74,7 @@ def _partition_constants(task: FileScanTask, plan: ReadPlan) -> dict[int, Any]:
     if spec is None:
         return {}
     return {
-        pf.source_id: value
-        for pf, value in zip(spec.fields, task.file.partition)
-        if pf.transform.is_identity
+        pf.source_id: value for pf, value in zip(spec.fields, task.file.partition) if pf.transform.is_identity
     }
 
 
@@ -90,7 +88,9 @@ def read_task(io: FileIO, task: FileScanTask, plan: ReadPlan) -> Iterator[pa.Rec
     lineage = bool(meta & {"_row_id", "_last_updated_sequence_number"})
 
     needed_ids = set(plan.projection.field_ids) | referenced_field_ids(residual) | eq.required_field_ids()
-    read_schema = plan.table_schema.select_ids({i for i in needed_ids if plan.table_schema.find_field_or_none(i)})
+    read_schema = plan.table_schema.select_ids(
+        {i for i in needed_ids if plan.table_schema.find_field_or_none(i)}
+    )
     if lineage:
         extra = [METADATA_FIELDS["_row_id"], METADATA_FIELDS["_last_updated_sequence_number"]]
         read_schema = Schema(*read_schema.fields, *extra, schema_id=read_schema.schema_id)
@@ -114,7 +114,7 @@ def read_task(io: FileIO, task: FileScanTask, plan: ReadPlan) -> Iterator[pa.Rec
             keep = keep_mask_for(positions, batch.column("_pos"), max(f.record_count, _max_pos(batch) + 1))
             batch = batch.filter(pa.array(keep))
         if not eq.is_empty and batch.num_rows:
-            keep_eq = eq.keep_mask(batch, names_by_id)  # type: ignore[arg-type]
+            keep_eq = eq.keep_mask(batch, names_by_id)
             if keep_eq is not None:
                 batch = batch.filter(keep_eq)
         if batch.num_rows == 0:

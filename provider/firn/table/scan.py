@@ -103,9 +103,9 @@ class DataScan:
             return schema, (), tuple(f.name for f in schema.fields)
         data_cols = [c for c in self.columns if c not in METADATA_FIELDS]
         meta_cols = tuple(c for c in self.columns if c in METADATA_FIELDS)
-        if meta_cols and {"_row_id", "_last_updated_sequence_number"} & set(meta_cols):
-            if not self.metadata.tracks_row_lineage:
-                raise ValidationError("_row_id and _last_updated_sequence_number need format version 3 or later")
+        lineage = {"_row_id", "_last_updated_sequence_number"} & set(meta_cols)
+        if lineage and not self.metadata.tracks_row_lineage:
+            raise ValidationError("_row_id and _last_updated_sequence_number need format version 3 or later")
         projection = schema.select(data_cols, case_sensitive=self.case_sensitive)
         order: list[str] = []
         for c in self.columns:
@@ -140,10 +140,20 @@ class DataScan:
             from firn.table.v4.planning import plan_root
 
             return plan_root(
-                self.table.io, self.metadata, snap, self.schema, self.row_filter, case_sensitive=self.case_sensitive
+                self.table.io,
+                self.metadata,
+                snap,
+                self.schema,
+                self.row_filter,
+                case_sensitive=self.case_sensitive,
             )
         return plan_legacy(
-            self.table.io, self.metadata, snap, self.schema, self.row_filter, case_sensitive=self.case_sensitive
+            self.table.io,
+            self.metadata,
+            snap,
+            self.schema,
+            self.row_filter,
+            case_sensitive=self.case_sensitive,
         )
 
     def _read_plan(self) -> ReadPlan:
@@ -181,8 +191,12 @@ class DataScan:
             else:
                 to_read.append(task)
         plan = ReadPlan(
-            table_schema=self.schema, projection=Schema(), metadata_columns=("_pos",), output_order=("_pos",),
-            specs=dict(self.metadata.specs), name_mapping=self.name_mapping,
+            table_schema=self.schema,
+            projection=Schema(),
+            metadata_columns=("_pos",),
+            output_order=("_pos",),
+            specs=dict(self.metadata.specs),
+            name_mapping=self.name_mapping,
         )
         for batch in read_tasks(self.table.io, to_read, plan):
             total += batch.num_rows

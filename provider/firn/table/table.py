@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from firn.table.scan import DataScan
 
 
-
 @dataclass(frozen=True, slots=True)
 class HistoryEntry:
     """One entry of ``table.history()``: a snapshot that was current at ``timestamp_ms``."""
@@ -40,7 +40,7 @@ class HistoryEntry:
 
     @property
     def timestamp(self) -> dt.datetime:
-        return dt.datetime.fromtimestamp(self.timestamp_ms / 1000, tz=dt.timezone.utc)
+        return dt.datetime.fromtimestamp(self.timestamp_ms / 1000, tz=dt.UTC)
 
 
 def to_timestamp_ms(value: dt.datetime | dt.date | int | float | str) -> int:
@@ -53,13 +53,15 @@ def to_timestamp_ms(value: dt.datetime | dt.date | int | float | str) -> int:
         try:
             value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise ValidationError(f"invalid timestamp {value!r}; use ISO-8601 or epoch milliseconds") from None
+            raise ValidationError(
+                f"invalid timestamp {value!r}; use ISO-8601 or epoch milliseconds"
+            ) from None
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
+            value = value.replace(tzinfo=dt.UTC)
         return int(value.timestamp() * 1000)
     if isinstance(value, dt.date):
-        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc).timestamp() * 1000)
+        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp() * 1000)
     raise ValidationError(f"invalid timestamp {value!r}")
 
 
@@ -244,7 +246,10 @@ class Table:
         from firn.table.actions.write import add_files_action
 
         action = add_files_action(
-            self, list(paths), branch=branch, check_duplicate_files=check_duplicate_files,
+            self,
+            list(paths),
+            branch=branch,
+            check_duplicate_files=check_duplicate_files,
             snapshot_properties=snapshot_properties,
         )
         return self._commit(action)
@@ -289,19 +294,22 @@ class Table:
         except CommitStateUnknown:
             raise
         except BaseException:
-            written = getattr(action, "written_data_files", lambda: [])()
+            written: list[str] = getattr(action, "written_data_files", list)()
             if written:
-                try:
+                # Best effort: orphan-file removal catches what this cleanup misses.
+                with contextlib.suppress(Exception):
                     self.io.delete_many(written)
-                except Exception:  # orphan removal catches what cleanup misses
-                    pass
             raise
 
     # -- evolution ----------------------------------------------------------------------------------
-    def update_schema(self, *, case_sensitive: bool = True, allow_incompatible_changes: bool = False) -> UpdateSchema:
+    def update_schema(
+        self, *, case_sensitive: bool = True, allow_incompatible_changes: bool = False
+    ) -> UpdateSchema:
         from firn.table.actions.update_schema import UpdateSchema
 
-        return UpdateSchema(self, case_sensitive=case_sensitive, allow_incompatible_changes=allow_incompatible_changes)
+        return UpdateSchema(
+            self, case_sensitive=case_sensitive, allow_incompatible_changes=allow_incompatible_changes
+        )
 
     def update_spec(self, *, case_sensitive: bool = True) -> UpdateSpec:
         from firn.table.actions.update_spec import UpdateSpec
@@ -315,7 +323,9 @@ class Table:
         updates = {str(k): str(v) for k, v in {**(properties or {}), **kwargs}.items()}
         bad = set(updates) & RESERVED_PROPERTIES
         if bad:
-            raise ValidationError(f"{sorted(bad)} cannot be set as properties; use table.upgrade() for the format version")
+            raise ValidationError(
+                f"{sorted(bad)} cannot be set as properties; use table.upgrade() for the format version"
+            )
         TableProperties.parse({**self.properties, **updates})
 
         def fn(base: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:

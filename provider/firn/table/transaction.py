@@ -44,7 +44,9 @@ class CommitContext:
 class Action(Protocol):
     """A pending change. ``apply`` must be repeatable: it is called again on every retry."""
 
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> tuple[list[TableUpdate], list[TableRequirement]]: ...
+    def apply(
+        self, base: TableMetadata, ctx: CommitContext
+    ) -> tuple[list[TableUpdate], list[TableRequirement]]: ...
 
     def files_in_use(self) -> set[str]:
         """Files this action wrote that the last successful ``apply`` references."""
@@ -114,7 +116,7 @@ class Transaction:
             ctx.attempt = attempt
             new_location: str | None = None
             try:
-                new_md, updates, requirements = self._apply_all(base, ctx)
+                new_md, _updates, requirements = self._apply_all(base, ctx)
                 if new_md is base:
                     self._committed = True
                     return CommitResult(base_location, attempt, None)
@@ -139,7 +141,9 @@ class Transaction:
                         f"commit to {table.name} failed after {attempt} attempts: {e}"
                     ) from e
                 wait = _backoff_ms(attempt, props.commit_min_retry_wait_ms, props.commit_max_retry_wait_ms)
-                log.debug("commit conflict on %s (attempt %d), retrying in %.0f ms", table.name, attempt, wait)
+                log.debug(
+                    "commit conflict on %s (attempt %d), retrying in %.0f ms", table.name, attempt, wait
+                )
                 time.sleep(wait / 1000)
                 table.refresh()
                 base, base_location = table.metadata, table.metadata_location
@@ -214,7 +218,9 @@ class SimpleAction:
     ) -> None:
         self._fn = fn
 
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> tuple[list[TableUpdate], list[TableRequirement]]:
+    def apply(
+        self, base: TableMetadata, ctx: CommitContext
+    ) -> tuple[list[TableUpdate], list[TableRequirement]]:
         return self._fn(base)
 
     def files_in_use(self) -> set[str]:

@@ -63,7 +63,9 @@ class OverwriteFiles(SnapshotProducer):
         self.conflict_filter = conflict_filter
         self.isolation_level = isolation_level
         # Data files whose rows must not have been deleted concurrently (rewritten or referenced).
-        self.validate_deletes_for = list(validate_deletes_for) if validate_deletes_for is not None else list(removed_data)
+        self.validate_deletes_for = (
+            list(validate_deletes_for) if validate_deletes_for is not None else list(removed_data)
+        )
         self.fixed_operation = operation
         self.data_sequence_number = data_sequence_number
         self._written = list(written_files)

@@ -57,7 +57,9 @@ class _Pending:
 class UpdateSchema:
     """Accumulates schema changes and commits them as one new schema."""
 
-    def __init__(self, table: Table, *, case_sensitive: bool = True, allow_incompatible_changes: bool = False) -> None:
+    def __init__(
+        self, table: Table, *, case_sensitive: bool = True, allow_incompatible_changes: bool = False
+    ) -> None:
         self._table = table
         self._base = table.metadata
         self._schema = self._base.schema()
@@ -72,7 +74,9 @@ class UpdateSchema:
     def _find(self, name: str) -> NestedField:
         f = self._schema.find_field_or_none(name, case_sensitive=self._case_sensitive)
         if f is None:
-            raise ValidationError(f"cannot update missing column {name!r}; columns are {self._schema.column_names}")
+            raise ValidationError(
+                f"cannot update missing column {name!r}; columns are {self._schema.column_names}"
+            )
         if f.field_id in self._p.deletes:
             raise ValidationError(f"column {name!r} is being deleted in this update")
         return f
@@ -86,13 +90,27 @@ class UpdateSchema:
 
     def _assign_ids(self, t: IcebergType) -> IcebergType:
         if isinstance(t, StructType):
-            return StructType(*(NestedField(self._next_id(), f.name, self._assign_ids(f.field_type), f.required, f.doc,
-                                            f.initial_default, f.write_default) for f in t.fields))
+            return StructType(
+                *(
+                    NestedField(
+                        self._next_id(),
+                        f.name,
+                        self._assign_ids(f.field_type),
+                        f.required,
+                        f.doc,
+                        f.initial_default,
+                        f.write_default,
+                    )
+                    for f in t.fields
+                )
+            )
         if isinstance(t, ListType):
             return ListType(self._next_id(), self._assign_ids(t.element_type), t.element_required)
         if isinstance(t, MapType):
             kid, vid = self._next_id(), self._next_id()
-            return MapType(kid, self._assign_ids(t.key_type), vid, self._assign_ids(t.value_type), t.value_required)
+            return MapType(
+                kid, self._assign_ids(t.key_type), vid, self._assign_ids(t.value_type), t.value_required
+            )
         return t
 
     # -- operations ---------------------------------------------------------------------------------
@@ -119,7 +137,9 @@ class UpdateSchema:
                 parent = NestedField(pt.element_id, "element", pt.element_type)
                 pt = pt.element_type
             if not isinstance(pt, StructType):
-                raise ValidationError(f"cannot add column {name!r} to non-struct {'.'.join(parts[:-1])!r} ({pt})")
+                raise ValidationError(
+                    f"cannot add column {name!r} to non-struct {'.'.join(parts[:-1])!r} ({pt})"
+                )
             parent_id = parent.field_id
         full = ".".join(parts)
         existing = self._schema.find_field_or_none(full, case_sensitive=self._case_sensitive)
@@ -136,7 +156,9 @@ class UpdateSchema:
         from firn.spec import values
 
         internal = values.to_internal(field_type, default) if default is not None else None
-        new_field = NestedField(self._next_id(), name, self._assign_ids(field_type), required, doc, internal, internal)
+        new_field = NestedField(
+            self._next_id(), name, self._assign_ids(field_type), required, doc, internal, internal
+        )
         self._p.adds.setdefault(parent_id, []).append(new_field)
         self._added_names[(parent_id, name)] = new_field.field_id
         return self
@@ -146,7 +168,9 @@ class UpdateSchema:
         if f.field_id in self._p.adds or f.field_id in self._p.updates:
             raise ValidationError(f"cannot delete column {name!r}: it has other changes in this update")
         if f.field_id in self._schema.identifier_field_ids and self._p.identifier_names is None:
-            raise ValidationError(f"cannot delete identifier field {name!r}; change the identifier fields first")
+            raise ValidationError(
+                f"cannot delete identifier field {name!r}; change the identifier fields first"
+            )
         self._p.deletes.add(f.field_id)
         return self
 
@@ -156,7 +180,13 @@ class UpdateSchema:
             raise ValidationError("a column name cannot be empty")
         cur = self._current(f)
         self._p.updates[f.field_id] = NestedField(
-            cur.field_id, new_name, cur.field_type, cur.required, cur.doc, cur.initial_default, cur.write_default
+            cur.field_id,
+            new_name,
+            cur.field_type,
+            cur.required,
+            cur.doc,
+            cur.initial_default,
+            cur.write_default,
         )
         return self
 
@@ -187,11 +217,18 @@ class UpdateSchema:
         new_required = cur.required
         if required is not None and required != cur.required:
             if required and not self._allow_incompatible:
-                raise ValidationError(f"cannot make optional column {name!r} required: existing rows may be null")
+                raise ValidationError(
+                    f"cannot make optional column {name!r} required: existing rows may be null"
+                )
             new_required = required
         self._p.updates[f.field_id] = NestedField(
-            cur.field_id, cur.name, new_type, new_required, doc if doc is not None else cur.doc,
-            cur.initial_default, cur.write_default,
+            cur.field_id,
+            cur.name,
+            new_type,
+            new_required,
+            doc if doc is not None else cur.doc,
+            cur.initial_default,
+            cur.write_default,
         )
         return self
 
@@ -218,11 +255,15 @@ class UpdateSchema:
         if other is not None:
             o = self._find(other)
             if self._schema.parent_id(o.field_id) != parent:
-                raise ValidationError(f"cannot move {name!r} relative to {other!r}: they are in different structs")
+                raise ValidationError(
+                    f"cannot move {name!r} relative to {other!r}: they are in different structs"
+                )
             if o.field_id == f.field_id:
                 raise ValidationError(f"cannot move {name!r} relative to itself")
             other_id = o.field_id
-        self._p.moves.setdefault(parent if parent is not None else ROOT, []).append((how, f.field_id, other_id))
+        self._p.moves.setdefault(parent if parent is not None else ROOT, []).append(
+            (how, f.field_id, other_id)
+        )
         return self
 
     def union_by_name(self, new_schema: Schema) -> UpdateSchema:
@@ -244,7 +285,9 @@ class UpdateSchema:
             if can_promote(existing.field_type, f.field_type, self._format_version):
                 self.update_column(full, f.field_type)
             elif not can_promote(f.field_type, existing.field_type, self._format_version):
-                raise ValidationError(f"column {full!r} is {existing.field_type} in the table but {f.field_type} in the new schema")
+                raise ValidationError(
+                    f"column {full!r} is {existing.field_type} in the table but {f.field_type} in the new schema"
+                )
 
     def _check_partition_source_promotion(self, f: NestedField, target: IcebergType) -> None:
         # Spec: date→timestamp may not be applied to a partition source whose transform changes values.
@@ -305,7 +348,10 @@ class UpdateSchema:
         fields = self._rebuild_struct(self._schema.fields, ROOT)
         interim = Schema(*fields, schema_id=self._schema.schema_id)
         if self._p.identifier_names is not None:
-            ids = [interim.find_field(n, case_sensitive=self._case_sensitive).field_id for n in self._p.identifier_names]
+            ids = [
+                interim.find_field(n, case_sensitive=self._case_sensitive).field_id
+                for n in self._p.identifier_names
+            ]
         else:
             ids = [i for i in self._schema.identifier_field_ids if i not in self._p.deletes]
         new = Schema(*fields, schema_id=self._schema.schema_id, identifier_field_ids=ids)
@@ -321,7 +367,9 @@ class UpdateSchema:
         return new
 
     # -- action protocol ---------------------------------------------------------------------------
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> tuple[list[TableUpdate], list[TableRequirement]]:
+    def apply(
+        self, base: TableMetadata, ctx: CommitContext
+    ) -> tuple[list[TableUpdate], list[TableRequirement]]:
         if base.current_schema_id != self._schema.schema_id:
             raise ValidationConflict(
                 f"the schema of {self._table.name} changed concurrently (schema id {self._schema.schema_id} → "

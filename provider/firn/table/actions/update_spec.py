@@ -47,7 +47,9 @@ class UpdateSpec:
                     return f.field_id
         return None
 
-    def add_field(self, source_column: str, transform: str | Transform = "identity", name: str | None = None) -> UpdateSpec:
+    def add_field(
+        self, source_column: str, transform: str | Transform = "identity", name: str | None = None
+    ) -> UpdateSpec:
         schema = self._base.schema()
         src = schema.find_field_or_none(source_column, case_sensitive=self._case_sensitive)
         if src is None:
@@ -98,15 +100,25 @@ class UpdateSpec:
         validate_spec(spec, self._base.schema())
         return spec
 
-    def apply(self, base: TableMetadata, ctx: CommitContext) -> tuple[list[TableUpdate], list[TableRequirement]]:
-        if base.default_spec_id != self._base.default_spec_id or base.last_partition_id != self._base.last_partition_id:
-            raise ValidationConflict(f"the partition spec of {self._table.name} changed concurrently; reload and retry")
+    def apply(
+        self, base: TableMetadata, ctx: CommitContext
+    ) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        if (
+            base.default_spec_id != self._base.default_spec_id
+            or base.last_partition_id != self._base.last_partition_id
+        ):
+            raise ValidationConflict(
+                f"the partition spec of {self._table.name} changed concurrently; reload and retry"
+            )
         if not self._changed:
             return [], []
         spec = self.apply_spec()
         return (
             [AddPartitionSpec(spec), SetDefaultSpec(LAST_ADDED)],
-            [AssertDefaultSpecId(self._base.default_spec_id), AssertLastAssignedPartitionId(self._base.last_partition_id)],
+            [
+                AssertDefaultSpecId(self._base.default_spec_id),
+                AssertLastAssignedPartitionId(self._base.last_partition_id),
+            ],
         )
 
     def files_in_use(self) -> set[str]:

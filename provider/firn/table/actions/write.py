@@ -51,7 +51,11 @@ class _AppendWritten(AppendFiles):
 
 
 def append_action(
-    table: Table, data: pa.Table, *, branch: str = MAIN_BRANCH, snapshot_properties: Mapping[str, str] | None = None
+    table: Table,
+    data: pa.Table,
+    *,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
 ) -> AppendFiles | None:
     if not isinstance(data, pa.Table | pa.RecordBatch):
         raise ValidationError(f"append takes a pyarrow Table, got {type(data).__name__}")
@@ -67,7 +71,7 @@ def _partition_from_bounds(spec: PartitionSpec, table: Table, f: DataFile) -> tu
     from firn.spec import values
 
     schema = table.schema()
-    out = []
+    out: list[object] = []
     for pf in spec.fields:
         src = schema.find_field(pf.source_id)
         lo = (f.lower_bounds or {}).get(pf.source_id)
@@ -131,7 +135,8 @@ class RowDeletePlan:
     starting_snapshot_id: int | None
     removed_data: list[DataFile] = field(default_factory=list)
     removed_deletes: list[DataFile] = field(default_factory=list)
-    partial: list[tuple[FileScanTask, pa.Array]] = field(default_factory=list)  # (task, match mask with _pos)
+    # Partially matching files: the task and its live rows with a "__match" column.
+    partial: list[tuple[FileScanTask, pa.Table]] = field(default_factory=list)
     rewritten_files: list[DataFile] = field(default_factory=list)
 
 
@@ -142,7 +147,9 @@ def _strict_partition(table: Table, expr: BooleanExpression) -> dict[int, Partit
         if not spec.fields or partition_type_or_none(spec, schema) is None:
             out[spec.spec_id] = None
             continue
-        out[spec.spec_id] = PartitionEvaluator(partition_struct(spec, schema), project_strict(expr, spec, schema))
+        out[spec.spec_id] = PartitionEvaluator(
+            partition_struct(spec, schema), project_strict(expr, spec, schema)
+        )
     return out
 
 
@@ -178,7 +185,11 @@ def match_rows(table: Table, expr: BooleanExpression, branch: str) -> RowDeleteP
     for task in scan.plan_files():
         f = task.file
         sp = strict_parts.get(f.spec_id)
-        if isinstance(expr, AlwaysTrue) or (sp is not None and sp.eval(f.partition)) or strict_metrics.eval(f):
+        if (
+            isinstance(expr, AlwaysTrue)
+            or (sp is not None and sp.eval(f.partition))
+            or strict_metrics.eval(f)
+        ):
             plan.removed_data.append(f)
             plan.removed_deletes.extend(_file_scoped_deletes(task))
             continue
@@ -196,7 +207,7 @@ def match_rows(table: Table, expr: BooleanExpression, branch: str) -> RowDeleteP
             plan.removed_data.append(f)
             plan.removed_deletes.extend(_file_scoped_deletes(task))
             continue
-        plan.partial.append((task, rows.append_column("__match", mask)))  # type: ignore[arg-type]
+        plan.partial.append((task, rows.append_column("__match", mask)))
     return plan
 
 
@@ -230,7 +241,10 @@ def delete_action(
     md = table.metadata
     props = md.table_properties
     plan = match_rows(table, expr, branch)
-    if props.delete_mode is RowLevelMode.MERGE_ON_READ and md.format_version >= MIN_FORMAT_VERSION_ROW_LEVEL_DELETES:
+    if (
+        props.delete_mode is RowLevelMode.MERGE_ON_READ
+        and md.format_version >= MIN_FORMAT_VERSION_ROW_LEVEL_DELETES
+    ):
         from firn.table.actions.merge_on_read import merge_on_read_deletes
 
         added_deletes, replaced_deletes, written = merge_on_read_deletes(table, plan)
@@ -298,4 +312,11 @@ def overwrite_action(
     )
 
 
-__all__ = ["RowDeletePlan", "add_files_action", "append_action", "delete_action", "match_rows", "overwrite_action"]
+__all__ = [
+    "RowDeletePlan",
+    "add_files_action",
+    "append_action",
+    "delete_action",
+    "match_rows",
+    "overwrite_action",
+]

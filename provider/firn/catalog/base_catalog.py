@@ -1,0 +1,544 @@
+"""Behaviour shared by Firn's catalogs: validation, table creation, loading, purge, the swap.
+
+:class:`BaseCatalog` implements the :class:`~firn.catalog.base.Catalog` protocol on top of a
+small set of storage primitives (rows of namespace properties and of table pointers) that
+each backend provides: :class:`~firn.catalog.sql.SqlCatalog` over SQL tables and
+:class:`~firn.catalog.memory.InMemoryCatalog` over dicts. Keeping the rules here means every
+backend raises the same errors for the same situations.
+
+Namespaces follow the JDBC catalog's model (Iceberg Java, PyIceberg): a namespace is stored as
+its dot-joined name; it exists when it has a property row (an ``exists=true`` row is always
+written so a namespace without properties still exists), a table row, or a descendant that
+does. Commits follow the spec's "Metastore Tables" scheme: the new metadata file is written
+first, then the catalog swaps the table's pointer with an atomic check-and-put.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from firn.catalog.base import (
+    Identifier,
+    IdentifierLike,
+    PropertiesUpdateSummary,
+    table_identifier,
+    to_identifier,
+)
+from firn.errors import (
+    AlreadyExists,
+    FirnError,
+    InvalidMetadata,
+    NamespaceNotEmpty,
+    NoSuchNamespace,
+    NoSuchTable,
+    NotFound,
+    ValidationError,
+)
+from firn.io.base import FileIO
+from firn.io.pyarrow_io import load_file_io
+from firn.table.create import new_table_metadata
+from firn.table.metadata_io import new_metadata_location, read_metadata, write_metadata
+
+if TYPE_CHECKING:
+    from firn.spec.table_metadata import TableMetadata
+    from firn.table.create import PartitionSpecLike, SchemaLike, SortOrderLike
+    from firn.table.table import Table
+
+logger = logging.getLogger(__name__)
+
+WAREHOUSE = "warehouse"
+# Namespace property with the namespace's own default location for its tables (Java, PyIceberg).
+NAMESPACE_LOCATION = "location"
+# Marker row that makes a namespace without properties exist (Java JdbcCatalog, PyIceberg).
+NAMESPACE_EXISTS_PROPERTY = "exists"
+# How many parsed metadata files to keep per catalog (metadata files are immutable, so the
+# cache, keyed by location, can never be stale).
+METADATA_CACHE_SIZE = "metadata-cache-size"
+DEFAULT_METADATA_CACHE_SIZE = 32
+
+
+def namespace_to_string(namespace: Identifier) -> str:
+    """``("a", "b")`` -> ``"a.b"``: how namespaces are stored (JDBC catalog convention)."""
+    return ".".join(namespace)
+
+
+def namespace_from_string(value: str) -> Identifier:
+    return tuple(value.split(".")) if value else ()
+
+
+def _make_table(
+    catalog: BaseCatalog, ident: Identifier, metadata: TableMetadata, metadata_location: str
+) -> Table:
+    # Imported here: firn.table.table pulls in the transaction machinery, which may import
+    # firn.catalog itself; a module-level import would make that a cycle.
+    from firn.table.table import Table
+
+    return Table(ident, metadata, metadata_location, catalog.io, catalog)
+
+
+def normalize_location(location: str) -> str:
+    """Strip trailing slashes; make a plain relative path absolute (URIs are kept as given)."""
+    location = location.strip()
+    if not location:
+        raise ValidationError("empty location")
+    if "://" not in location and not location.startswith("file:") and not location.startswith("memory:"):
+        location = os.path.abspath(location)
+    return location.rstrip("/") or "/"
+
+
+class BaseCatalog(ABC):
+    """Shared catalog logic; subclasses implement the ``_ns_*`` and ``_tbl_*`` primitives.
+
+    Namespaces passed to primitives are dot-joined strings; table names are plain strings.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        warehouse: str | None = None,
+        io: FileIO | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> None:
+        if not name:
+            raise ValidationError("a catalog needs a non-empty name")
+        self._name = name
+        self._properties = {str(k): str(v) for k, v in (properties or {}).items()}
+        warehouse = warehouse or self._properties.get(WAREHOUSE)
+        self._warehouse = normalize_location(warehouse) if warehouse else None
+        if self._warehouse:
+            self._properties[WAREHOUSE] = self._warehouse
+        self._io = io if io is not None else load_file_io(self._properties, self._warehouse)
+        size = self._properties.get(METADATA_CACHE_SIZE)
+        self._cache_size = int(size) if size else DEFAULT_METADATA_CACHE_SIZE
+        self._cache: OrderedDict[str, TableMetadata] = OrderedDict()
+        self._cache_lock = threading.Lock()
+
+    # -- properties ----------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def io(self) -> FileIO:
+        """The FileIO for the warehouse (built from the catalog properties unless passed in)."""
+        return self._io
+
+    @property
+    def warehouse(self) -> str | None:
+        return self._warehouse
+
+    @property
+    def properties(self) -> Mapping[str, str]:
+        return dict(self._properties)
+
+    def close(self) -> None:
+        """Release what the catalog holds (backends add their connections)."""
+        with self._cache_lock:
+            self._cache.clear()
+
+    def __enter__(self) -> BaseCatalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._name!r}, warehouse={self._warehouse!r})"
+
+    # -- identifiers ---------------------------------------------------------------------------
+    @staticmethod
+    def _namespace(value: IdentifierLike) -> Identifier:
+        ns = to_identifier(value) if value else ()
+        for level in ns:
+            if "." in level:
+                raise ValidationError(
+                    f"namespace level {level!r} may not contain '.' (levels are dot-joined)"
+                )
+        return ns
+
+    def _table(self, value: IdentifierLike) -> tuple[Identifier, str, str]:
+        """(namespace tuple, namespace string, table name)."""
+        ns, name = table_identifier(value)
+        self._namespace(ns)
+        return ns, namespace_to_string(ns), name
+
+    @staticmethod
+    def _fmt(ns: Identifier, name: str | None = None) -> str:
+        return ".".join((*ns, name)) if name is not None else ".".join(ns)
+
+    # -- namespaces ----------------------------------------------------------------------------
+    def create_namespace(
+        self, namespace: IdentifierLike, properties: Mapping[str, str] | None = None
+    ) -> None:
+        """Create a namespace; ``AlreadyExists`` if it (or a descendant) already exists."""
+        ns = self._namespace(namespace)
+        if not ns:
+            raise ValidationError("cannot create the root namespace")
+        props = {str(k): str(v) for k, v in (properties or {}).items()}
+        if NAMESPACE_EXISTS_PROPERTY in props:
+            raise ValidationError(f"namespace property {NAMESPACE_EXISTS_PROPERTY!r} is reserved")
+        self._check_properties(props)
+        if self._ns_exists(namespace_to_string(ns)):
+            raise AlreadyExists(f"namespace {self._fmt(ns)!r} already exists in catalog {self._name!r}")
+        props[NAMESPACE_EXISTS_PROPERTY] = "true"
+        self._ns_insert(namespace_to_string(ns), props)
+
+    def list_namespaces(self, parent: IdentifierLike = ()) -> list[Identifier]:
+        """The namespaces one level below ``parent`` (top-level namespaces by default)."""
+        parent_ns = self._namespace(parent)
+        parent_str = namespace_to_string(parent_ns)
+        if parent_ns and not self._ns_exists(parent_str):
+            raise NoSuchNamespace(f"namespace {parent_str!r} does not exist in catalog {self._name!r}")
+        depth = len(parent_ns) + 1
+        children = {
+            ns[:depth]
+            for ns in map(namespace_from_string, self._ns_names(parent_str))
+            if len(ns) >= depth and ns[: depth - 1] == parent_ns
+        }
+        return sorted(children)
+
+    def namespace_exists(self, namespace: IdentifierLike) -> bool:
+        ns = self._namespace(namespace)
+        return bool(ns) and self._ns_exists(namespace_to_string(ns))
+
+    def drop_namespace(self, namespace: IdentifierLike) -> None:
+        """Drop an empty namespace: ``NamespaceNotEmpty`` if it holds tables, views or children."""
+        ns = self._namespace(namespace)
+        ns_str = namespace_to_string(ns)
+        if not ns or not self._ns_exists(ns_str):
+            raise NoSuchNamespace(f"namespace {ns_str!r} does not exist in catalog {self._name!r}")
+        entries = self._ns_entries(ns_str)
+        if entries:
+            shown = ", ".join(f"{ns_str}.{e}" for e in sorted(entries)[:5])
+            raise NamespaceNotEmpty(
+                f"namespace {ns_str!r} is not empty: it holds {len(entries)} table(s) or view(s) ({shown})"
+            )
+        children = self.list_namespaces(ns)
+        if children:
+            shown = ", ".join(self._fmt(c) for c in children[:5])
+            raise NamespaceNotEmpty(f"namespace {ns_str!r} is not empty: it has child namespaces ({shown})")
+        self._ns_delete(ns_str)
+
+    def load_namespace_properties(self, namespace: IdentifierLike) -> dict[str, str]:
+        """The namespace's properties (the internal ``exists`` marker is not included)."""
+        ns = self._namespace(namespace)
+        ns_str = namespace_to_string(ns)
+        if not ns or not self._ns_exists(ns_str):
+            raise NoSuchNamespace(f"namespace {ns_str!r} does not exist in catalog {self._name!r}")
+        props = self._ns_load(ns_str)
+        props.pop(NAMESPACE_EXISTS_PROPERTY, None)
+        return props
+
+    def update_namespace_properties(
+        self,
+        namespace: IdentifierLike,
+        removals: set[str] | None = None,
+        updates: Mapping[str, str] | None = None,
+    ) -> PropertiesUpdateSummary:
+        """Remove and set properties in one step; a key may not be both removed and set."""
+        ns = self._namespace(namespace)
+        ns_str = namespace_to_string(ns)
+        removals = set(removals or ())
+        new = {str(k): str(v) for k, v in (updates or {}).items()}
+        if overlap := removals & set(new):
+            raise ValidationError(f"properties both removed and updated: {sorted(overlap)}")
+        if NAMESPACE_EXISTS_PROPERTY in new:
+            raise ValidationError(f"namespace property {NAMESPACE_EXISTS_PROPERTY!r} is reserved")
+        self._check_properties(new)
+        if not ns or not self._ns_exists(ns_str):
+            raise NoSuchNamespace(f"namespace {ns_str!r} does not exist in catalog {self._name!r}")
+        current = self._ns_load(ns_str)
+        current.pop(NAMESPACE_EXISTS_PROPERTY, None)
+        removed = tuple(sorted(k for k in removals if k in current))
+        missing = tuple(sorted(k for k in removals if k not in current))
+        # Keep the marker so removing every property does not make the namespace vanish.
+        self._ns_update(ns_str, set(removed), {**new, NAMESPACE_EXISTS_PROPERTY: "true"})
+        return PropertiesUpdateSummary(removed=removed, updated=tuple(sorted(new)), missing=missing)
+
+    def _check_properties(self, props: Mapping[str, str]) -> None:
+        """Reject unusable properties (backends with size limits extend this)."""
+        for key in props:
+            if not key:
+                raise ValidationError("namespace property keys must be non-empty")
+
+    # -- tables --------------------------------------------------------------------------------
+    def default_table_location(self, identifier: IdentifierLike) -> str:
+        """Where a new table goes when ``create_table`` is given no location.
+
+        ``<namespace location>/<table>`` if the namespace sets ``location``, else
+        ``<warehouse>/<namespace>/<table>`` with the namespace dot-joined (``wh/a.b/t``). That
+        is PyIceberg's ``SqlCatalog`` rule, and Iceberg Java's ``JdbcCatalog`` rule for
+        single-level namespaces (Java joins levels with ``/``), so a table lands in the same
+        place whichever engine creates it. Dot-joining also keeps one table's directory from
+        nesting inside another's (``a.t`` vs namespace ``a.t``'s table ``data``), which a purge
+        of the outer table would otherwise reach.
+        """
+        ns, ns_str, name = self._table(identifier)
+        ns_location = self._ns_load(ns_str).get(NAMESPACE_LOCATION)
+        if ns_location:
+            return f"{normalize_location(ns_location)}/{name}"
+        if not self._warehouse:
+            raise ValidationError(
+                f"cannot place table {self._fmt(ns, name)!r}: catalog {self._name!r} has no warehouse "
+                "and the namespace has no 'location' property; pass location="
+            )
+        return f"{self._warehouse}/{ns_str}/{name}"
+
+    def create_table(
+        self,
+        identifier: IdentifierLike,
+        schema: SchemaLike,
+        *,
+        location: str | None = None,
+        partition_spec: PartitionSpecLike = None,
+        sort_order: SortOrderLike = None,
+        properties: Mapping[str, str] | None = None,
+        format_version: int | None = None,
+    ) -> Table:
+        """Create a table: write its first metadata file, then insert the catalog row.
+
+        If the insert loses a race to another creator, the metadata file just written is
+        deleted (nothing references it) and ``AlreadyExists`` is raised.
+        """
+        ns, ns_str, name = self._table(identifier)
+        ident = (*ns, name)
+        if not self._ns_exists(ns_str):
+            raise NoSuchNamespace(
+                f"cannot create table {self._fmt(ident)!r}: namespace {ns_str!r} does not exist"
+            )
+        if self._tbl_get(ns_str, name) is not None:
+            raise AlreadyExists(f"table {self._fmt(ident)!r} already exists in catalog {self._name!r}")
+        table_location = normalize_location(location) if location else self.default_table_location(ident)
+        metadata = new_table_metadata(
+            schema,
+            location=table_location,
+            partition_spec=partition_spec,
+            sort_order=sort_order,
+            properties=properties,
+            format_version=format_version,
+        )
+        metadata_location = new_metadata_location(metadata, None)
+        write_metadata(self._io, metadata, metadata_location)
+        try:
+            self._tbl_insert(ns_str, name, metadata_location)
+        except AlreadyExists:
+            self._io.delete(metadata_location)
+            raise
+        self._cache_put(metadata_location, metadata)
+        return _make_table(self, ident, metadata, metadata_location)
+
+    def load_table(self, identifier: IdentifierLike) -> Table:
+        ns, ns_str, name = self._table(identifier)
+        location = self._require_location(ns, ns_str, name)
+        return _make_table(self, (*ns, name), self._read_metadata(location), location)
+
+    def table_exists(self, identifier: IdentifierLike) -> bool:
+        _, ns_str, name = self._table(identifier)
+        return self._tbl_get(ns_str, name) is not None
+
+    def list_tables(self, namespace: IdentifierLike) -> list[Identifier]:
+        ns = self._namespace(namespace)
+        ns_str = namespace_to_string(ns)
+        if not ns or not self._ns_exists(ns_str):
+            raise NoSuchNamespace(f"namespace {ns_str!r} does not exist in catalog {self._name!r}")
+        return [(*ns, name) for name in sorted(self._tbl_names(ns_str))]
+
+    def drop_table(self, identifier: IdentifierLike, *, purge: bool = False) -> None:
+        """Remove the table from the catalog; with ``purge=True`` also delete its files.
+
+        Purge removes every file under ``<table location>/metadata/`` and
+        ``<table location>/data/`` (listed with ``list_prefix``, deleted with ``delete_many``),
+        plus the current and logged metadata files wherever they are. Files the table wrote
+        elsewhere (a custom ``write.data.path``) are not removed. Tables must not share a
+        location: purging one would delete the other's files. The catalog row is removed
+        first, so a failed purge leaves orphan files, never a table with missing files.
+        """
+        ns, ns_str, name = self._table(identifier)
+        ident = (*ns, name)
+        metadata_location = self._require_location(ns, ns_str, name)
+        metadata: TableMetadata | None = None
+        if purge:
+            try:
+                metadata = self._read_metadata(metadata_location)
+            except (NotFound, InvalidMetadata) as e:
+                logger.warning("purging %s without readable metadata (%s)", self._fmt(ident), e)
+        if not self._tbl_delete(ns_str, name):
+            raise NoSuchTable(f"table {self._fmt(ident)!r} does not exist in catalog {self._name!r}")
+        self._cache_pop(metadata_location)
+        if purge:
+            self._purge(ident, metadata_location, metadata)
+
+    def _purge(self, ident: Identifier, metadata_location: str, metadata: TableMetadata | None) -> None:
+        if metadata is not None:
+            table_location = metadata.location.rstrip("/")
+        else:
+            # Unreadable metadata: the table location is the parent of its metadata directory.
+            head, _, _ = metadata_location.rpartition("/")
+            table_location = head.rpartition("/")[0] if head.endswith("/metadata") else head
+        files = {metadata_location}
+        if metadata is not None:
+            files.update(entry.metadata_file for entry in metadata.metadata_log)
+        try:
+            for sub in ("metadata", "data"):
+                files.update(info.location for info in self._io.list_prefix(f"{table_location}/{sub}"))
+            deleted = self._io.delete_many(sorted(files))
+        except FirnError as e:
+            raise FirnError(
+                f"table {self._fmt(ident)!r} was dropped but purging its files failed: {e}"
+            ) from e
+        logger.info("purged %d files of dropped table %s", deleted, self._fmt(ident))
+
+    def rename_table(self, from_identifier: IdentifierLike, to_identifier: IdentifierLike) -> Table:
+        """Rename (or move to another existing namespace); the table's files stay where they are."""
+        src_ns, src_str, src_name = self._table(from_identifier)
+        dst_ns, dst_str, dst_name = self._table(to_identifier)
+        if not self._ns_exists(dst_str):
+            raise NoSuchNamespace(
+                f"cannot rename {self._fmt(src_ns, src_name)!r}: namespace {dst_str!r} does not exist"
+            )
+        self._require_location(src_ns, src_str, src_name)
+        if self._tbl_get(dst_str, dst_name) is not None:
+            raise AlreadyExists(f"cannot rename to {self._fmt(dst_ns, dst_name)!r}: it already exists")
+        self._tbl_rename(src_str, src_name, dst_str, dst_name)
+        return self.load_table((*dst_ns, dst_name))
+
+    def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table:
+        """Add an existing table by its metadata file, which is read and validated first."""
+        ns, ns_str, name = self._table(identifier)
+        ident = (*ns, name)
+        if not self._ns_exists(ns_str):
+            raise NoSuchNamespace(
+                f"cannot register {self._fmt(ident)!r}: namespace {ns_str!r} does not exist"
+            )
+        if self._tbl_get(ns_str, name) is not None:
+            raise AlreadyExists(f"table {self._fmt(ident)!r} already exists in catalog {self._name!r}")
+        metadata = self._read_metadata(metadata_location)
+        self._tbl_insert(ns_str, name, metadata_location)
+        return _make_table(self, ident, metadata, metadata_location)
+
+    # -- commits -------------------------------------------------------------------------------
+    def load_metadata_location(self, identifier: IdentifierLike) -> str:
+        ns, ns_str, name = self._table(identifier)
+        return self._require_location(ns, ns_str, name)
+
+    def commit_table(
+        self,
+        identifier: IdentifierLike,
+        expected_location: str,
+        new_location: str,
+        new_metadata: TableMetadata,
+    ) -> None:
+        """Swap the pointer from ``expected_location`` to ``new_location`` atomically.
+
+        ``CommitConflict``: the pointer moved (refresh and retry). ``NoSuchTable``: the table
+        was dropped. ``CommitStateUnknown``: the outcome could not be determined; keep the
+        files written for the attempt.
+        """
+        _, ns_str, name = self._table(identifier)
+        if not new_location or new_location == expected_location:
+            raise ValidationError(
+                f"new metadata location must differ from the current one ({expected_location})"
+            )
+        self._tbl_swap(ns_str, name, expected_location, new_location)
+        self._cache_put(new_location, new_metadata)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _require_location(self, ns: Identifier, ns_str: str, name: str) -> str:
+        location = self._tbl_get(ns_str, name)
+        if location is None:
+            raise NoSuchTable(f"table {self._fmt(ns, name)!r} does not exist in catalog {self._name!r}")
+        return location
+
+    def _read_metadata(self, location: str) -> TableMetadata:
+        with self._cache_lock:
+            cached = self._cache.get(location)
+            if cached is not None:
+                self._cache.move_to_end(location)
+                return cached
+        metadata = read_metadata(self._io, location)
+        self._cache_put(location, metadata)
+        return metadata
+
+    def _cache_put(self, location: str, metadata: TableMetadata) -> None:
+        if self._cache_size <= 0:
+            return
+        with self._cache_lock:
+            self._cache[location] = metadata
+            self._cache.move_to_end(location)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+    def _cache_pop(self, location: str) -> None:
+        with self._cache_lock:
+            self._cache.pop(location, None)
+
+    # -- storage primitives (namespaces are dot-joined strings) --------------------------------
+    @abstractmethod
+    def _ns_exists(self, ns: str) -> bool:
+        """True if ``ns`` has property rows or table rows, or a descendant does."""
+
+    @abstractmethod
+    def _ns_names(self, prefix: str) -> set[str]:
+        """Every stored namespace string equal to or below ``prefix`` (all when it is empty)."""
+
+    @abstractmethod
+    def _ns_entries(self, ns: str) -> list[str]:
+        """Names of every table and view row directly in ``ns``."""
+
+    @abstractmethod
+    def _ns_load(self, ns: str) -> dict[str, str]:
+        """The property rows of ``ns`` (empty if none)."""
+
+    @abstractmethod
+    def _ns_insert(self, ns: str, properties: Mapping[str, str]) -> None:
+        """Insert property rows; ``AlreadyExists`` if any row exists."""
+
+    @abstractmethod
+    def _ns_delete(self, ns: str) -> None:
+        """Delete every property row of ``ns``."""
+
+    @abstractmethod
+    def _ns_update(self, ns: str, removals: set[str], updates: Mapping[str, str]) -> None:
+        """Delete ``removals`` and upsert ``updates`` in one transaction."""
+
+    @abstractmethod
+    def _tbl_names(self, ns: str) -> list[str]:
+        """Names of the tables (not views) directly in ``ns``."""
+
+    @abstractmethod
+    def _tbl_get(self, ns: str, name: str) -> str | None:
+        """The table's metadata location, or None if there is no such table."""
+
+    @abstractmethod
+    def _tbl_insert(self, ns: str, name: str, metadata_location: str) -> None:
+        """Insert a table row; ``AlreadyExists`` if a table or view of that name exists."""
+
+    @abstractmethod
+    def _tbl_delete(self, ns: str, name: str) -> bool:
+        """Delete a table row; False if there was none."""
+
+    @abstractmethod
+    def _tbl_rename(self, src_ns: str, src_name: str, dst_ns: str, dst_name: str) -> None:
+        """Move a table row; ``NoSuchTable`` / ``AlreadyExists`` as appropriate."""
+
+    @abstractmethod
+    def _tbl_swap(self, ns: str, name: str, expected: str, new: str) -> None:
+        """Atomic check-and-put of the metadata pointer (spec "Metastore Tables")."""
+
+
+__all__ = [
+    "NAMESPACE_EXISTS_PROPERTY",
+    "NAMESPACE_LOCATION",
+    "WAREHOUSE",
+    "BaseCatalog",
+    "namespace_from_string",
+    "namespace_to_string",
+    "normalize_location",
+]

@@ -1,0 +1,48 @@
+"""``load_catalog``: a catalog from a URI (``sqlite:///...``, ``postgresql://...``, ``memory://``)."""
+
+from __future__ import annotations
+
+from firn.catalog.base import Catalog
+from firn.catalog.base_catalog import WAREHOUSE
+from firn.errors import Unsupported, ValidationError
+
+_SQL_BACKENDS = ("sqlite", "postgresql", "postgres")
+
+
+def load_catalog(
+    uri: str, *, warehouse: str | None = None, name: str = "default", **properties: str
+) -> Catalog:
+    """Open a catalog.
+
+    * ``sqlite:///path/to/catalog.db`` — the embedded default (a relative path is relative
+      to the working directory, as in SQLAlchemy);
+    * ``postgresql://user@host:5432/db`` (psycopg 3; ``postgresql+psycopg://`` also works);
+    * ``memory://`` — an :class:`~firn.catalog.memory.InMemoryCatalog`. Its files live in an
+      in-memory FileIO unless ``warehouse`` names real storage (a local path, ``s3://``, ...).
+
+    ``warehouse`` is where new tables go (``<warehouse>/<namespace>/<table>``); a local
+    relative path is made absolute. Other ``properties`` configure the FileIO (``s3.*``,
+    ``gcs.*``) and the backend (``sqlite.busy-timeout-ms``, ``sqlite.journal-mode``, ...).
+    """
+    if not uri:
+        raise ValidationError("a catalog URI is required, e.g. 'sqlite:///catalog.db' or 'memory://'")
+    warehouse = warehouse or properties.pop(WAREHOUSE, None)
+    scheme = uri.split(":", 1)[0].lower()
+    if scheme == "memory":
+        from firn.catalog.memory import DEFAULT_MEMORY_WAREHOUSE, InMemoryCatalog
+        from firn.io.pyarrow_io import load_file_io
+
+        if warehouse and not warehouse.startswith("memory:"):
+            io = load_file_io(properties, warehouse)
+            return InMemoryCatalog(name, warehouse=warehouse, io=io, properties=properties)
+        return InMemoryCatalog(name, warehouse=warehouse or DEFAULT_MEMORY_WAREHOUSE, properties=properties)
+    if scheme.split("+", 1)[0] in _SQL_BACKENDS:
+        from firn.catalog.sql import SqlCatalog
+
+        return SqlCatalog(name, uri, warehouse=warehouse, properties=properties)
+    raise Unsupported(
+        f"unsupported catalog URI {uri!r}: use sqlite:///path/to/catalog.db, postgresql://..., or memory://"
+    )
+
+
+__all__ = ["load_catalog"]

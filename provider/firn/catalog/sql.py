@@ -1,0 +1,553 @@
+"""The SQL catalog: SQLite (embedded default) or PostgreSQL through SQLAlchemy.
+
+It uses exactly the tables of Iceberg Java's ``JdbcCatalog`` (V1 schema) and PyIceberg's
+``SqlCatalog``, so those engines can share one catalog::
+
+    iceberg_tables (catalog_name, table_namespace, table_name,        -- primary key
+                    metadata_location, previous_metadata_location,
+                    iceberg_type)            -- 'TABLE' / 'VIEW'; NULL (old rows) means table
+    iceberg_namespace_properties (catalog_name, namespace, property_key,  -- primary key
+                                  property_value)
+
+Catalogs created by older Java versions lack ``iceberg_type`` (the "V0" schema); Firn then
+works without it, or adds it when ``sql.schema-version=v1`` is set.
+
+The commit is one statement, the spec's check-and-put ("Metastore Tables")::
+
+    UPDATE iceberg_tables SET metadata_location = :new, previous_metadata_location = :expected
+     WHERE catalog_name = :c AND table_namespace = :ns AND table_name = :t
+       AND metadata_location = :expected
+
+run in an explicit transaction, which makes failures classifiable: anything that goes wrong
+before ``COMMIT`` is sent leaves the catalog unchanged (the server rolls back an uncommitted
+transaction, also when the connection drops), so it is reported as a retryable
+``CommitConflict`` when transient (lock timeout, serialization failure, lost connection) and
+as ``FirnError`` otherwise. Only a failure of the ``COMMIT`` itself is ambiguous: then the
+pointer is re-read, and if it (or the current metadata's log) shows the new location the
+commit succeeded; otherwise ``CommitStateUnknown`` is raised.
+
+SQLite settings, for many processes sharing one file: every connection sets a busy timeout
+(``sqlite.busy-timeout-ms``, default 5000) so lock waits queue instead of failing; the
+database uses WAL journaling (``sqlite.journal-mode``, default ``wal``) so readers never block
+the writer; write transactions start with ``BEGIN IMMEDIATE`` so the write lock is taken up
+front (a busy error then means nothing was applied) and are one or two statements long.
+WAL needs shared memory, so it does not work on network filesystems: use ``delete`` there.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
+from sqlalchemy.pool import StaticPool
+
+from firn.catalog.base_catalog import BaseCatalog
+from firn.errors import (
+    AlreadyExists,
+    CommitConflict,
+    CommitStateUnknown,
+    FirnError,
+    NoSuchTable,
+    ValidationError,
+)
+from firn.io.base import FileIO
+from firn.io.pyarrow_io import parse_bool
+
+logger = logging.getLogger(__name__)
+
+# -- the shared schema (Iceberg Java JdbcCatalog V1 / PyIceberg SqlCatalog) --------------------
+ICEBERG_TABLES = "iceberg_tables"
+NAMESPACE_PROPERTIES = "iceberg_namespace_properties"
+TABLE_TYPE = "TABLE"
+VIEW_TYPE = "VIEW"
+MAX_NAME_LENGTH = 255  # VARCHAR(255): catalog, namespace, table name, property key
+MAX_LOCATION_LENGTH = 1000  # VARCHAR(1000): metadata locations, property values
+
+_SCHEMA = sa.MetaData()
+iceberg_tables = sa.Table(
+    ICEBERG_TABLES,
+    _SCHEMA,
+    sa.Column("catalog_name", sa.String(255), primary_key=True, nullable=False),
+    sa.Column("table_namespace", sa.String(255), primary_key=True, nullable=False),
+    sa.Column("table_name", sa.String(255), primary_key=True, nullable=False),
+    sa.Column("metadata_location", sa.String(1000), nullable=True),
+    sa.Column("previous_metadata_location", sa.String(1000), nullable=True),
+    sa.Column("iceberg_type", sa.String(5), nullable=True),
+)
+namespace_properties = sa.Table(
+    NAMESPACE_PROPERTIES,
+    _SCHEMA,
+    sa.Column("catalog_name", sa.String(255), primary_key=True, nullable=False),
+    sa.Column("namespace", sa.String(255), primary_key=True, nullable=False),
+    sa.Column("property_key", sa.String(255), primary_key=True, nullable=False),
+    sa.Column("property_value", sa.String(1000), nullable=False),
+)
+
+# -- properties --------------------------------------------------------------------------------
+URI = "uri"
+SQLITE_BUSY_TIMEOUT_MS = "sqlite.busy-timeout-ms"
+DEFAULT_SQLITE_BUSY_TIMEOUT_MS = 5000
+SQLITE_JOURNAL_MODE = "sqlite.journal-mode"
+DEFAULT_SQLITE_JOURNAL_MODE = "wal"
+SQLITE_SYNCHRONOUS = "sqlite.synchronous"  # unset: SQLite's default (FULL)
+INIT_CATALOG_TABLES = "sql.init-catalog-tables"
+SCHEMA_VERSION = "sql.schema-version"  # "v1" upgrades a V0 catalog (adds iceberg_type)
+POOL_PRE_PING = "sql.pool-pre-ping"
+
+_JOURNAL_MODES = frozenset({"wal", "delete", "truncate", "persist", "memory", "off"})
+_SYNCHRONOUS = frozenset({"off", "normal", "full", "extra", "0", "1", "2", "3"})
+_WRITE = "firn_write"  # execution option: start the transaction with BEGIN IMMEDIATE (SQLite)
+# Driver errors that mean "the transaction was aborted, nothing applied": SQLite busy/locked,
+# Postgres serialization failure, deadlock, lock not available.
+_SQLITE_LOCK_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+_PG_ABORT_STATES = frozenset({"40001", "40P01", "55P03"})
+
+
+def normalize_sql_uri(uri: str) -> URL:
+    """A SQLAlchemy URL; ``postgresql://`` and ``postgres://`` get the psycopg 3 driver."""
+    if uri.startswith("postgres://"):
+        uri = "postgresql://" + uri[len("postgres://") :]
+    try:
+        url = make_url(uri)
+    except (SQLAlchemyError, ValueError) as e:
+        raise ValidationError(f"invalid catalog URI {uri!r}: {e}") from e
+    if url.drivername == "postgresql":
+        url = url.set(drivername="postgresql+psycopg")
+    return url
+
+
+def _escape_like(value: str) -> str:
+    return value.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+def _is_lock_conflict(error: BaseException) -> bool:
+    """True for errors after which the database guarantees the transaction did not commit."""
+    orig = getattr(error, "orig", error)
+    if isinstance(orig, sqlite3.OperationalError):
+        code = getattr(orig, "sqlite_errorcode", None)
+        if code is not None:
+            return (code & 0xFF) in _SQLITE_LOCK_CODES
+        text = str(orig).lower()
+        return "locked" in text or "busy" in text
+    return getattr(orig, "sqlstate", None) in _PG_ABORT_STATES
+
+
+class SqlCatalog(BaseCatalog):
+    """A catalog in SQL tables shared with Iceberg Java's JDBC catalog and PyIceberg.
+
+    ``uri`` is a SQLAlchemy URL: ``sqlite:///path/catalog.db`` or
+    ``postgresql+psycopg://user@host/db`` (``postgresql://`` means psycopg 3 too). Several
+    catalogs (``name``) can share one database; each sees only its own rows.
+
+    ``sqlite://`` (an in-memory database) keeps one shared connection so every thread sees
+    the same data; it is meant for tests and single-threaded use, not concurrent writers.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        uri: str,
+        *,
+        warehouse: str | None = None,
+        io: FileIO | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> None:
+        if len(name) > MAX_NAME_LENGTH:
+            raise ValidationError(f"catalog name longer than {MAX_NAME_LENGTH} characters: {name!r}")
+        super().__init__(name, warehouse=warehouse, io=io, properties={**(properties or {}), URI: uri})
+        self._url = normalize_sql_uri(uri)
+        self._is_sqlite = self._url.get_backend_name() == "sqlite"
+        self._engine = self._create_engine()
+        self._has_type = True
+        try:
+            self._init_schema()
+        except BaseException:
+            self._engine.dispose()
+            raise
+
+    # -- connection setup ----------------------------------------------------------------------
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    @property
+    def url(self) -> str:
+        """The database URL with any password masked."""
+        return self._url.render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        super().close()
+        self._engine.dispose()
+
+    def __repr__(self) -> str:
+        return f"SqlCatalog({self.name!r}, {self.url!r}, warehouse={self.warehouse!r})"
+
+    def _create_engine(self) -> Engine:
+        props = self._properties
+        if not self._is_sqlite:
+            try:
+                return sa.create_engine(
+                    self._url, pool_pre_ping=parse_bool(props.get(POOL_PRE_PING), default=True)
+                )
+            except (SQLAlchemyError, ImportError) as e:
+                raise FirnError(f"catalog {self.name!r}: cannot use {self.url}: {e}") from e
+        busy_ms = int(props.get(SQLITE_BUSY_TIMEOUT_MS, DEFAULT_SQLITE_BUSY_TIMEOUT_MS))
+        journal = props.get(SQLITE_JOURNAL_MODE, DEFAULT_SQLITE_JOURNAL_MODE).lower()
+        synchronous = props.get(SQLITE_SYNCHRONOUS, "").lower() or None
+        if journal not in _JOURNAL_MODES:
+            raise ValidationError(
+                f"{SQLITE_JOURNAL_MODE} must be one of {sorted(_JOURNAL_MODES)}, got {journal!r}"
+            )
+        if synchronous is not None and synchronous not in _SYNCHRONOUS:
+            raise ValidationError(
+                f"{SQLITE_SYNCHRONOUS} must be one of {sorted(_SYNCHRONOUS)}, got {synchronous!r}"
+            )
+        database = self._url.database or ""
+        in_memory = database in ("", ":memory:") or self._url.query.get("mode") == "memory"
+        if not in_memory and not self._url.query.get("uri"):
+            # SQLite creates the file but not its directory; do that too so a fresh
+            # ``sqlite:///some/dir/catalog.db`` just works.
+            os.makedirs(os.path.dirname(os.path.abspath(database)), exist_ok=True)
+        connect_args: dict[str, Any] = {"timeout": busy_ms / 1000}
+        kwargs: dict[str, Any] = {}
+        if in_memory:
+            # One shared connection, or every pooled connection would see its own empty database.
+            kwargs["poolclass"] = StaticPool
+            connect_args["check_same_thread"] = False
+        engine = sa.create_engine(self._url, connect_args=connect_args, **kwargs)
+
+        def on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
+            # Autocommit at the driver level: pysqlite's implicit BEGIN would defer locking to
+            # the first write; the "begin" hook below issues BEGIN [IMMEDIATE] itself instead.
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            try:
+                cur.execute(f"PRAGMA busy_timeout = {busy_ms:d}")
+                if not in_memory and cur.execute("PRAGMA journal_mode").fetchone()[0].lower() != journal:
+                    cur.execute(f"PRAGMA journal_mode = {journal}")
+                if synchronous is not None:
+                    cur.execute(f"PRAGMA synchronous = {synchronous}")
+            finally:
+                cur.close()
+
+        def on_begin(conn: Connection) -> None:
+            mode = "IMMEDIATE" if conn.get_execution_options().get(_WRITE) else "DEFERRED"
+            conn.exec_driver_sql(f"BEGIN {mode}")
+
+        event.listen(engine, "connect", on_connect)
+        event.listen(engine, "begin", on_begin)
+        return engine
+
+    def _init_schema(self) -> None:
+        """Create the two tables if missing; detect (or add) the ``iceberg_type`` column."""
+        with self._db("inspect the catalog tables"):
+            existing = set(sa.inspect(self._engine).get_table_names())
+            if not {ICEBERG_TABLES, NAMESPACE_PROPERTIES} <= existing:
+                if not parse_bool(self._properties.get(INIT_CATALOG_TABLES), default=True):
+                    raise FirnError(
+                        f"catalog tables are missing in {self.url} and {INIT_CATALOG_TABLES} is false"
+                    )
+                self._create_tables()
+            columns = {c["name"].lower() for c in sa.inspect(self._engine).get_columns(ICEBERG_TABLES)}
+        self._has_type = "iceberg_type" in columns
+        if not self._has_type and self._properties.get(SCHEMA_VERSION, "").lower() == "v1":
+            with self._db("add the iceberg_type column"), self._write() as conn:
+                conn.exec_driver_sql(f"ALTER TABLE {ICEBERG_TABLES} ADD COLUMN iceberg_type VARCHAR(5)")
+            self._has_type = True
+        if not self._has_type:
+            logger.warning("catalog %s uses the V0 JDBC schema (no iceberg_type column)", self.url)
+
+    def _create_tables(self) -> None:
+        try:
+            with self._write() as conn:
+                _SCHEMA.create_all(conn, checkfirst=True)
+        except (OperationalError, ProgrammingError, IntegrityError):
+            # Another process may have created them at the same moment; that is fine.
+            if not {ICEBERG_TABLES, NAMESPACE_PROPERTIES} <= set(sa.inspect(self._engine).get_table_names()):
+                raise
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """A connection in a write transaction (BEGIN IMMEDIATE on SQLite), committed on exit."""
+        with self._engine.connect() as conn:
+            conn.execution_options(**{_WRITE: True})
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def _db(self, action: str) -> Iterator[None]:
+        """Translate driver errors into ``FirnError`` naming the catalog and the action."""
+        try:
+            yield
+        except FirnError:
+            raise
+        except SQLAlchemyError as e:
+            detail = getattr(e, "orig", None) or e
+            hint = (
+                " (the database stayed locked longer than the busy timeout)" if _is_lock_conflict(e) else ""
+            )
+            raise FirnError(f"catalog {self.name!r} ({self.url}): {action} failed: {detail}{hint}") from e
+
+    def _check_lengths(self, what: str, value: str, limit: int) -> None:
+        if len(value) > limit:
+            raise ValidationError(
+                f"{what} is longer than the catalog's {limit}-character column: {value[:80]}..."
+            )
+
+    def _check_properties(self, props: Mapping[str, str]) -> None:
+        super()._check_properties(props)
+        for key, value in props.items():
+            self._check_lengths("namespace property key", key, MAX_NAME_LENGTH)
+            self._check_lengths(f"value of namespace property {key!r}", value, MAX_LOCATION_LENGTH)
+
+    def _tables_only(self) -> sa.ColumnElement[bool]:
+        """Rows that are tables: views written by Java or other engines are skipped."""
+        t = iceberg_tables.c
+        if not self._has_type:
+            return sa.true()
+        return sa.or_(t.iceberg_type == TABLE_TYPE, t.iceberg_type.is_(None))
+
+    def _row(self, ns: str, name: str) -> sa.ColumnElement[bool]:
+        t = iceberg_tables.c
+        return sa.and_(t.catalog_name == self.name, t.table_namespace == ns, t.table_name == name)
+
+    # -- namespaces ----------------------------------------------------------------------------
+    def _ns_filter(self, column: sa.ColumnElement[str], ns: str) -> sa.ColumnElement[bool]:
+        return sa.or_(column == ns, column.like(_escape_like(ns) + ".%", escape="!"))
+
+    def _ns_exists(self, ns: str) -> bool:
+        t, p = iceberg_tables.c, namespace_properties.c
+        in_props = sa.select(p.namespace).where(p.catalog_name == self.name, self._ns_filter(p.namespace, ns))
+        in_tables = sa.select(t.table_namespace).where(
+            t.catalog_name == self.name, self._ns_filter(t.table_namespace, ns)
+        )
+        with self._db(f"look up namespace {ns!r}"), self._engine.connect() as conn:
+            if conn.execute(in_props.limit(1)).first() is not None:
+                return True
+            return conn.execute(in_tables.limit(1)).first() is not None
+
+    def _ns_names(self, prefix: str) -> set[str]:
+        t, p = iceberg_tables.c, namespace_properties.c
+        q_props = sa.select(p.namespace).where(p.catalog_name == self.name)
+        q_tables = sa.select(t.table_namespace).where(t.catalog_name == self.name)
+        if prefix:
+            q_props = q_props.where(self._ns_filter(p.namespace, prefix))
+            q_tables = q_tables.where(self._ns_filter(t.table_namespace, prefix))
+        with self._db("list namespaces"), self._engine.connect() as conn:
+            return set(conn.execute(sa.union(q_props, q_tables)).scalars())
+
+    def _ns_entries(self, ns: str) -> list[str]:
+        t = iceberg_tables.c
+        q = sa.select(t.table_name).where(t.catalog_name == self.name, t.table_namespace == ns)
+        with self._db(f"list entries of namespace {ns!r}"), self._engine.connect() as conn:
+            return list(conn.execute(q).scalars())
+
+    def _ns_load(self, ns: str) -> dict[str, str]:
+        p = namespace_properties.c
+        q = sa.select(p.property_key, p.property_value).where(p.catalog_name == self.name, p.namespace == ns)
+        with self._db(f"load properties of namespace {ns!r}"), self._engine.connect() as conn:
+            return {row[0]: row[1] for row in conn.execute(q)}
+
+    def _ns_insert(self, ns: str, properties: Mapping[str, str]) -> None:
+        self._check_lengths("namespace", ns, MAX_NAME_LENGTH)
+        rows = [
+            {"catalog_name": self.name, "namespace": ns, "property_key": k, "property_value": v}
+            for k, v in properties.items()
+        ]
+        with self._db(f"create namespace {ns!r}"):
+            try:
+                with self._write() as conn:
+                    conn.execute(sa.insert(namespace_properties), rows)
+            except IntegrityError as e:
+                raise AlreadyExists(f"namespace {ns!r} already exists in catalog {self.name!r}") from e
+
+    def _ns_delete(self, ns: str) -> None:
+        p = namespace_properties.c
+        with self._db(f"drop namespace {ns!r}"), self._write() as conn:
+            conn.execute(
+                sa.delete(namespace_properties).where(p.catalog_name == self.name, p.namespace == ns)
+            )
+
+    def _ns_update(self, ns: str, removals: set[str], updates: Mapping[str, str]) -> None:
+        p = namespace_properties.c
+        this_ns = sa.and_(p.catalog_name == self.name, p.namespace == ns)
+        with self._db(f"update properties of namespace {ns!r}"), self._write() as conn:
+            if removals:
+                conn.execute(
+                    sa.delete(namespace_properties).where(this_ns, p.property_key.in_(sorted(removals)))
+                )
+            for key, value in updates.items():
+                changed = conn.execute(
+                    sa.update(namespace_properties)
+                    .where(this_ns, p.property_key == key)
+                    .values(property_value=value)
+                ).rowcount
+                if not changed:
+                    conn.execute(
+                        sa.insert(namespace_properties).values(
+                            catalog_name=self.name, namespace=ns, property_key=key, property_value=value
+                        )
+                    )
+
+    # -- tables --------------------------------------------------------------------------------
+    def _tbl_names(self, ns: str) -> list[str]:
+        t = iceberg_tables.c
+        q = sa.select(t.table_name).where(
+            t.catalog_name == self.name, t.table_namespace == ns, self._tables_only()
+        )
+        with self._db(f"list tables of namespace {ns!r}"), self._engine.connect() as conn:
+            return list(conn.execute(q).scalars())
+
+    def _tbl_get(self, ns: str, name: str) -> str | None:
+        q = sa.select(iceberg_tables.c.metadata_location).where(self._row(ns, name), self._tables_only())
+        with self._db(f"look up table '{ns}.{name}'"), self._engine.connect() as conn:
+            location: str | None = conn.execute(q).scalar_one_or_none()
+        return location or None
+
+    def _tbl_insert(self, ns: str, name: str, metadata_location: str) -> None:
+        self._check_lengths("namespace", ns, MAX_NAME_LENGTH)
+        self._check_lengths("table name", name, MAX_NAME_LENGTH)
+        self._check_lengths("metadata location", metadata_location, MAX_LOCATION_LENGTH)
+        row: dict[str, str | None] = {
+            "catalog_name": self.name,
+            "table_namespace": ns,
+            "table_name": name,
+            "metadata_location": metadata_location,
+            "previous_metadata_location": None,
+        }
+        if self._has_type:
+            row["iceberg_type"] = TABLE_TYPE
+        with self._db(f"create table '{ns}.{name}'"):
+            try:
+                with self._write() as conn:
+                    conn.execute(sa.insert(iceberg_tables).values(**row))
+            except IntegrityError as e:
+                raise AlreadyExists(
+                    f"a table or view '{ns}.{name}' already exists in catalog {self.name!r}"
+                ) from e
+
+    def _tbl_delete(self, ns: str, name: str) -> bool:
+        with self._db(f"drop table '{ns}.{name}'"), self._write() as conn:
+            stmt = sa.delete(iceberg_tables).where(self._row(ns, name), self._tables_only())
+            return bool(conn.execute(stmt).rowcount)
+
+    def _tbl_rename(self, src_ns: str, src_name: str, dst_ns: str, dst_name: str) -> None:
+        self._check_lengths("namespace", dst_ns, MAX_NAME_LENGTH)
+        self._check_lengths("table name", dst_name, MAX_NAME_LENGTH)
+        stmt = (
+            sa.update(iceberg_tables)
+            .where(self._row(src_ns, src_name), self._tables_only())
+            .values(table_namespace=dst_ns, table_name=dst_name)
+        )
+        with self._db(f"rename table '{src_ns}.{src_name}'"):
+            try:
+                with self._write() as conn:
+                    renamed = conn.execute(stmt).rowcount
+            except IntegrityError as e:
+                raise AlreadyExists(f"a table or view '{dst_ns}.{dst_name}' already exists") from e
+        if not renamed:
+            raise NoSuchTable(f"table '{src_ns}.{src_name}' does not exist in catalog {self.name!r}")
+
+    # -- the compare-and-swap ------------------------------------------------------------------
+    def _tbl_swap(self, ns: str, name: str, expected: str, new: str) -> None:
+        self._check_lengths("metadata location", new, MAX_LOCATION_LENGTH)
+        ident = f"{ns}.{name}"
+        stmt = (
+            sa.update(iceberg_tables)
+            .where(self._row(ns, name), iceberg_tables.c.metadata_location == expected, self._tables_only())
+            .values(metadata_location=new, previous_metadata_location=expected)
+        )
+        commit_error: BaseException | None = None
+        try:
+            conn = self._engine.connect()
+        except SQLAlchemyError as e:
+            raise self._not_applied(ident, "connect", e) from e
+        with conn:
+            try:
+                conn.execution_options(**{_WRITE: True})
+                trans = conn.begin()
+                matched = conn.execute(stmt).rowcount
+            except SQLAlchemyError as e:
+                # Nothing was committed: the transaction dies with the statement or connection.
+                raise self._not_applied(ident, "update", e) from e
+            if matched == 1:
+                try:
+                    trans.commit()
+                except Exception as e:
+                    if _is_lock_conflict(e):
+                        raise CommitConflict(
+                            f"commit of table {ident!r} aborted by the database ({e}); nothing was applied"
+                        ) from e
+                    commit_error = e
+                else:
+                    return
+            else:
+                trans.rollback()
+        if commit_error is not None:
+            self._resolve_unknown(ns, name, new, commit_error)
+            return
+        if matched > 1:  # impossible with the primary key, but never commit a multi-row swap
+            raise FirnError(f"commit of table {ident!r} matched {matched} catalog rows; nothing was applied")
+        current = self._tbl_get(ns, name)
+        if current is None:
+            raise NoSuchTable(f"cannot commit: table {ident!r} does not exist in catalog {self.name!r}")
+        raise CommitConflict(
+            f"table {ident!r} was changed concurrently: expected metadata {expected}, catalog has {current}"
+        )
+
+    def _not_applied(self, ident: str, step: str, error: SQLAlchemyError) -> FirnError:
+        """The error for a swap that certainly did not happen."""
+        detail = getattr(error, "orig", None) or error
+        transient = _is_lock_conflict(error) or (
+            not self._is_sqlite
+            and (
+                isinstance(error, OperationalError)
+                or (isinstance(error, DBAPIError) and error.connection_invalidated)
+            )
+        )
+        if transient:
+            return CommitConflict(
+                f"commit of table {ident!r} failed before it was applied ({step}: {detail}); "
+                "nothing changed, retrying is safe"
+            )
+        return FirnError(f"commit of table {ident!r} failed ({step}: {detail}); nothing was applied")
+
+    def _resolve_unknown(self, ns: str, name: str, new: str, error: BaseException) -> None:
+        """COMMIT failed in flight: succeed if the pointer shows ``new``, else CommitStateUnknown."""
+        ident = f"{ns}.{name}"
+        try:
+            current = self._tbl_get(ns, name)
+            if current == new:
+                logger.warning("commit of %s reported %r but was applied", ident, error)
+                return
+            if current is not None:
+                log = self._read_metadata(current).metadata_log
+                if any(entry.metadata_file == new for entry in log):
+                    logger.warning("commit of %s reported %r but was applied (and superseded)", ident, error)
+                    return
+        except FirnError as check_error:
+            logger.warning("could not check the outcome of the commit of %s: %s", ident, check_error)
+        raise CommitStateUnknown(
+            f"commit of table {ident!r} to {new} may or may not have been applied (COMMIT failed: {error}); "
+            "keep the new metadata file and check the table before retrying"
+        ) from error
+
+
+__all__ = [
+    "ICEBERG_TABLES",
+    "NAMESPACE_PROPERTIES",
+    "TABLE_TYPE",
+    "VIEW_TYPE",
+    "SqlCatalog",
+    "iceberg_tables",
+    "namespace_properties",
+    "normalize_sql_uri",
+]

@@ -1,0 +1,3 @@
+"""Test-wide fixtures live in tests/fixtures/; this file only registers them."""
+
+pytest_plugins = ["tests.fixtures.catalogs"]

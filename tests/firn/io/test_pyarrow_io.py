@@ -1,0 +1,201 @@
+"""PyArrowFileIO specifics: location parsing, local atomic writes, cloud options, load_file_io."""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from pathlib import Path
+
+import pyarrow.fs as pafs
+import pytest
+
+from firn.errors import AlreadyExists, FirnError, Unsupported, ValidationError
+from firn.io.memory import InMemoryFileIO
+from firn.io.pyarrow_io import PyArrowFileIO, load_file_io, parse_bool, parse_location
+
+
+@pytest.mark.parametrize(
+    ("location", "scheme", "netloc", "path"),
+    [
+        ("/tmp/wh/t", "", "", "/tmp/wh/t"),
+        ("file:///tmp/wh/t", "file", "", "/tmp/wh/t"),
+        ("file:/tmp/wh/t", "file", "", "/tmp/wh/t"),
+        ("file://localhost/tmp/x", "file", "", "/tmp/x"),
+        ("s3://bucket/a/b.json", "s3", "bucket", "bucket/a/b.json"),
+        ("s3a://bucket/k?x#y", "s3a", "bucket", "bucket/k?x#y"),  # keys may contain ? and #
+        ("s3://bucket", "s3", "bucket", "bucket"),
+        ("gs://bkt/p/q", "gs", "bkt", "bkt/p/q"),
+        ("hdfs://nn:8020/warehouse/t", "hdfs", "nn:8020", "/warehouse/t"),
+        ("HDFS://nn/x", "hdfs", "nn", "/x"),
+    ],
+)
+def test_parse_location(location: str, scheme: str, netloc: str, path: str) -> None:
+    parsed = parse_location(location)
+    assert (parsed.scheme, parsed.netloc, parsed.path) == (scheme, netloc, path)
+
+
+def test_parse_location_relative_and_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert parse_location("wh/t").path == str(tmp_path / "wh" / "t")
+    with pytest.raises(Unsupported, match="ftp"):
+        parse_location("ftp://host/x")
+    with pytest.raises(ValidationError, match="bucket"):
+        parse_location("s3:///key")
+    with pytest.raises(ValidationError):
+        parse_location("")
+    with pytest.raises(Unsupported, match="remote host"):
+        parse_location("file://otherhost/x")
+
+
+def test_local_write_leaves_no_temp_files(tmp_path: Path) -> None:
+    io = PyArrowFileIO()
+    for i in range(5):
+        io.new_output(str(tmp_path / "m" / f"{i}.json")).write(b"{}")
+    with pytest.raises(AlreadyExists):
+        io.new_output(str(tmp_path / "m" / "0.json")).write(b"{}")
+    assert sorted(os.listdir(tmp_path / "m")) == [f"{i}.json" for i in range(5)]
+
+
+def test_concurrent_writers_exactly_one_wins(tmp_path: Path) -> None:
+    io = PyArrowFileIO()
+    location = str(tmp_path / "race" / "00001.metadata.json")
+    outcomes: dict[int, str] = {}
+    barrier = threading.Barrier(8)
+
+    def writer(i: int) -> None:
+        barrier.wait()
+        try:
+            io.new_output(location).write(f"writer-{i}".encode() * 1000)
+            outcomes[i] = "won"
+        except AlreadyExists:
+            outcomes[i] = "lost"
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [i for i, o in outcomes.items() if o == "won"]
+    assert len(winners) == 1 and len(outcomes) == 8
+    assert io.new_input(location).read() == f"writer-{winners[0]}".encode() * 1000
+
+
+def test_no_hard_links_falls_back_to_exclusive_create(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_link(src: str, dst: str) -> None:
+        raise OSError(errno.EPERM, "hard links not supported")
+
+    monkeypatch.setattr(os, "link", no_link)
+    io = PyArrowFileIO()
+    location = str(tmp_path / "f.json")
+    io.new_output(location).write(b"one")
+    with pytest.raises(AlreadyExists):
+        io.new_output(location).write(b"two")
+    assert io.new_input(location).read() == b"one"
+    assert os.listdir(tmp_path) == ["f.json"]
+
+
+def test_fsync_property(tmp_path: Path) -> None:
+    io = PyArrowFileIO({"io.local.fsync": "true"})
+    assert io.fsync
+    io.new_output(str(tmp_path / "x")).write(b"durable")
+    assert io.new_input(str(tmp_path / "x")).read() == b"durable"
+
+
+def test_os_errors_are_wrapped_with_the_location(tmp_path: Path) -> None:
+    (tmp_path / "plain-file").write_bytes(b"x")
+    with pytest.raises(FirnError, match="plain-file/child") as info:
+        PyArrowFileIO().new_output(str(tmp_path / "plain-file" / "child")).write(b"x")
+    assert isinstance(info.value.__cause__, OSError)
+
+
+def test_delete_many_reports_failures(tmp_path: Path) -> None:
+    io = PyArrowFileIO({"io.delete-threads": "4"})
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "child").write_bytes(b"x")
+    (tmp_path / "ok").write_bytes(b"x")
+    # Deleting a non-empty directory as a file fails; the other deletion still happens.
+    with pytest.raises(FirnError, match="failed to delete 1 of 2"):
+        io.delete_many([str(tmp_path / "dir"), str(tmp_path / "ok")])
+    assert not (tmp_path / "ok").exists()
+
+
+def test_s3_options_from_properties() -> None:
+    io = PyArrowFileIO(
+        {
+            "s3.endpoint": "http://127.0.0.1:9000",
+            "s3.access-key-id": "AK",
+            "s3.secret-access-key": "SK",
+            "s3.session-token": "TOK",
+            "s3.region": "eu-west-1",
+            "s3.path-style-access": "true",
+            "s3.connect-timeout": "2.5",
+        }
+    )
+    assert io.s3_options("bucket") == {
+        "endpoint_override": "127.0.0.1:9000",
+        "scheme": "http",
+        "access_key": "AK",
+        "secret_key": "SK",
+        "session_token": "TOK",
+        "region": "eu-west-1",
+        "force_virtual_addressing": False,
+        "connect_timeout": 2.5,
+    }
+
+
+def test_s3_options_fall_back_to_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "https://minio.local:9000/")
+    monkeypatch.setenv("AWS_REGION", "us-west-2")
+    opts = PyArrowFileIO().s3_options("bucket")
+    assert opts == {"endpoint_override": "minio.local:9000", "scheme": "https", "region": "us-west-2"}
+
+
+def test_filesystems_are_cached_per_bucket() -> None:
+    io = PyArrowFileIO({"s3.endpoint": "http://127.0.0.1:1", "s3.region": "us-east-1"})
+    fs_a, path_a = io.arrow_filesystem("s3://a/x/y.parquet")
+    fs_a2, _ = io.arrow_filesystem("s3a://a/z")  # another scheme is another cache key
+    fs_a3, _ = io.arrow_filesystem("s3://a/other")
+    fs_b, _ = io.arrow_filesystem("s3://b/x")
+    assert isinstance(fs_a, pafs.S3FileSystem)
+    assert path_a == "a/x/y.parquet"
+    assert fs_a is fs_a3 and fs_a is not fs_b and fs_a is not fs_a2
+    assert fs_a.region == "us-east-1"
+    local_1, _ = io.arrow_filesystem("/tmp/x")
+    local_2, _ = io.arrow_filesystem("file:///tmp/y")
+    assert local_1 is local_2 and isinstance(local_1, pafs.LocalFileSystem)
+
+
+def test_gcs_options_from_properties() -> None:
+    io = PyArrowFileIO(
+        {
+            "gcs.project-id": "proj",
+            "gcs.oauth2.token": "tok",
+            "gcs.oauth2.token-expires-at": "1700000000000",
+            "gcs.service.host": "http://127.0.0.1:4443",
+        }
+    )
+    opts = io.gcs_options()
+    assert opts["project_id"] == "proj" and opts["access_token"] == "tok"
+    assert opts["endpoint_override"] == "127.0.0.1:4443" and opts["scheme"] == "http"
+    assert int(opts["credential_token_expiration"].timestamp()) == 1_700_000_000  # type: ignore[attr-defined]
+
+
+def test_load_file_io() -> None:
+    assert isinstance(load_file_io({}), PyArrowFileIO)
+    assert isinstance(load_file_io({}, "s3://bucket/wh"), PyArrowFileIO)
+    assert isinstance(load_file_io({}, "memory://wh"), InMemoryFileIO)
+    custom = load_file_io({"io-impl": "firn.io.memory.InMemoryFileIO", "k": "v"}, "/tmp/x")
+    assert isinstance(custom, InMemoryFileIO) and custom.properties["k"] == "v"
+    with pytest.raises(ValidationError, match="io-impl"):
+        load_file_io({"io-impl": "firn.io.nope.Missing"})
+    with pytest.raises(Unsupported):
+        load_file_io({}, "ftp://x/y")
+
+
+def test_parse_bool() -> None:
+    assert parse_bool("TRUE") and not parse_bool("false") and parse_bool(None, default=True)
+    with pytest.raises(ValidationError):
+        parse_bool("maybe")
