@@ -101,6 +101,23 @@ class DataFile:
 
 
 @dataclass(frozen=True, slots=True)
+class ManifestStats:
+    """Counts a V4 manifest entry carries about its leaf (seed 004 ``manifest_stats``, id 521)."""
+
+    added_files_count: int = 0
+    existing_files_count: int = 0
+    deleted_files_count: int = 0
+    added_rows_count: int = 0
+    existing_rows_count: int = 0
+    deleted_rows_count: int = 0
+    min_sequence_number: int | None = None
+
+    @property
+    def live_files_count(self) -> int:
+        return self.added_files_count + self.existing_files_count
+
+
+@dataclass(frozen=True, slots=True)
 class ManifestEntry:
     """A manifest entry: status, snapshot and sequence numbers, and the tracked file.
 
@@ -114,6 +131,10 @@ class ManifestEntry:
     sequence_number: int | None
     file_sequence_number: int | None
     data_file: DataFile
+    # V4 only (seed 004): counts for DATA_MANIFEST / DELETE_MANIFEST entries, and the inline
+    # bitmap of a MANIFEST_DV entry (``deletion_vector.inline_content``).
+    manifest_stats: ManifestStats | None = None
+    inline_content: bytes | None = None
 
     @property
     def is_live(self) -> bool:
@@ -175,6 +196,7 @@ __all__ = [
     "ManifestContent",
     "ManifestEntry",
     "ManifestFile",
+    "ManifestStats",
     "PartitionFieldSummary",
     "PartitionTuple",
 ]

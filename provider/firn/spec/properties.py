@@ -62,6 +62,8 @@ ROOT_MAX_DELETE_VECTORS = "commit.root.max-delete-vectors"
 ROOT_MAX_MANIFEST_DVS = "commit.root.max-manifest-dvs"
 ROOT_MAX_BYTES = "commit.root.max-bytes"
 ROOT_WRITER_FLUSH_FACTOR = "commit.root.writer-flush-factor"
+# A commit adding more files than this writes them to a new leaf manifest instead of the root.
+ROOT_MAX_ADDED_FILES = "commit.root.max-added-files"
 # Manifest DVs up to this many serialized bytes are stored inline in the root entry.
 MANIFEST_DV_INLINE_MAX_BYTES = "write.manifest-dv.inline-max-bytes"
 # Target number of entries per leaf manifest written by a flush or compaction.
@@ -155,6 +157,7 @@ class TableProperties:
     root_max_manifest_dvs: int = 100
     root_max_bytes: int = 8 * 1024 * 1024
     root_writer_flush_factor: int = 4
+    root_max_added_files: int = 100
     manifest_dv_inline_max_bytes: int = 16 * 1024
     leaf_target_entries: int = 50_000
 
@@ -212,6 +215,7 @@ class TableProperties:
             root_max_manifest_dvs=_int(p, ROOT_MAX_MANIFEST_DVS, 100, minimum=1),
             root_max_bytes=_int(p, ROOT_MAX_BYTES, 8 * 1024 * 1024, minimum=1024),
             root_writer_flush_factor=_int(p, ROOT_WRITER_FLUSH_FACTOR, 4, minimum=1),
+            root_max_added_files=_int(p, ROOT_MAX_ADDED_FILES, 100, minimum=0),
             manifest_dv_inline_max_bytes=_int(p, MANIFEST_DV_INLINE_MAX_BYTES, 16 * 1024, minimum=0),
             leaf_target_entries=_int(p, LEAF_TARGET_ENTRIES, 50_000, minimum=1),
         )

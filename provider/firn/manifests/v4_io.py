@@ -1,0 +1,245 @@
+"""Reading and writing V4 root and leaf manifests (Parquet; seed 004 "V4 Manifest Key Value
+Metadata": ``format-version`` and ``content`` = ``root``/``data``/``delete``).
+
+Reads validate the two-level tree (seed 004 "Root Manifests"): leaves hold only data files
+(data manifests) or DVs and equality deletes (delete manifests); manifests and manifest DVs
+appear only in the root; at most one live manifest DV per leaf; each entry type carries the
+fields it must. Violations raise :class:`InvalidMetadata` naming the file. Parsed manifests
+are cached by location (files are immutable).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from firn.errors import InvalidMetadata
+from firn.io.base import FileIO
+from firn.manifests.v4_layout import V4Layout
+from firn.spec.content import EntryStatus, FileContent
+
+ManifestKind = Literal["root", "data", "delete"]
+FORMAT_VERSION_KEY = b"format-version"
+CONTENT_KEY = b"content"
+V4_FORMAT_VERSION = b"4"
+_KINDS: tuple[ManifestKind, ...] = ("root", "data", "delete")
+
+ALLOWED_CONTENT: dict[str, frozenset[int]] = {
+    "root": frozenset(int(c) for c in FileContent),
+    "data": frozenset({int(FileContent.DATA)}),
+    "delete": frozenset({int(FileContent.POSITION_DELETES), int(FileContent.EQUALITY_DELETES)}),
+}
+REQUIRED_COLUMNS = (
+    "content_type",
+    "location",
+    "file_format",
+    "version_info",
+    "partition_spec_id",
+    "record_count",
+)
+
+
+class _Cache:
+    def __init__(self, capacity_rows: int) -> None:
+        self.capacity_rows = capacity_rows
+        self._rows = 0
+        self._data: OrderedDict[str, pa.Table] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> pa.Table | None:
+        with self._lock:
+            t = self._data.get(key)
+            if t is not None:
+                self._data.move_to_end(key)
+            return t
+
+    def put(self, key: str, table: pa.Table) -> None:
+        with self._lock:
+            if key in self._data:
+                return
+            self._data[key] = table
+            self._rows += table.num_rows
+            while self._rows > self.capacity_rows and len(self._data) > 1:
+                _, old = self._data.popitem(last=False)
+                self._rows -= old.num_rows
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self._rows = 0
+
+
+_cache = _Cache(capacity_rows=2_000_000)
+
+
+def clear_v4_cache() -> None:
+    _cache.clear()
+
+
+def write_v4_manifest(io: FileIO, location: str, table: pa.Table, kind: ManifestKind) -> int:
+    """Write a V4 manifest (zstd Parquet) and return its size in bytes; primes the cache."""
+    if kind not in _KINDS:
+        raise ValueError(f"unknown manifest kind {kind!r}")
+    meta = dict(table.schema.metadata or {})
+    meta[FORMAT_VERSION_KEY] = V4_FORMAT_VERSION
+    meta[CONTENT_KEY] = kind.encode()
+    table = table.replace_schema_metadata(meta)
+    sink = pa.BufferOutputStream()
+    # Manifests are small and read whole: one row group, no page statistics (they would only
+    # bloat the footer; pruning happens on the stats columns themselves).
+    pq.write_table(
+        table,
+        sink,
+        compression="zstd",
+        write_statistics=False,
+        store_schema=False,
+        row_group_size=max(1, table.num_rows),
+    )
+    data = sink.getvalue().to_pybytes()
+    io.new_output(location).write(data, overwrite=False)
+    _cache.put(location, table.replace_schema_metadata(None))
+    return len(data)
+
+
+def read_v4_manifest(
+    io: FileIO, location: str, *, expected: ManifestKind | None = None, use_cache: bool = True
+) -> pa.Table:
+    """Read and validate a V4 manifest as an Arrow table (columns as written)."""
+    if use_cache:
+        cached = _cache.get(location)
+        if cached is not None:
+            return cached
+    try:
+        with io.new_input(location).open_arrow() as f:
+            pf = pq.ParquetFile(f)
+            meta = pf.schema_arrow.metadata or {}
+            table = pf.read()
+    except (pa.ArrowException, OSError) as e:
+        raise InvalidMetadata(f"not a readable V4 manifest (Parquet): {e}", location=location) from e
+    version = meta.get(FORMAT_VERSION_KEY)
+    kind = meta.get(CONTENT_KEY, b"").decode()
+    if version != V4_FORMAT_VERSION:
+        raise InvalidMetadata(f"manifest format-version is {version!r}, expected '4'", location=location)
+    if kind not in _KINDS:
+        raise InvalidMetadata(
+            f"manifest content is {kind!r}; must be root, data or delete", location=location
+        )
+    if expected is not None and kind != expected:
+        raise InvalidMetadata(f"expected a {expected} manifest, found a {kind} manifest", location=location)
+    table = table.replace_schema_metadata(None)
+    validate_entries(table, kind, location)
+    if use_cache:
+        _cache.put(location, table)
+    return table
+
+
+def validate_entries(table: pa.Table, kind: ManifestKind, location: str) -> None:
+    """Check seed 004's structural rules for a manifest of ``kind`` (vectorized)."""
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+    if missing:
+        raise InvalidMetadata(f"V4 manifest lacks required columns {missing}", location=location)
+    if table.num_rows == 0:
+        return
+    ct = table.column("content_type")
+    if ct.null_count:
+        raise InvalidMetadata("content_type is null in some entries", location=location)
+    present = set(pc.unique(ct).to_pylist())
+    bad = present - ALLOWED_CONTENT[kind]
+    if bad:
+        names = sorted(FileContent(b).name if b in FileContent._value2member_map_ else str(b) for b in bad)
+        raise InvalidMetadata(
+            f"a {kind} manifest may not hold {', '.join(names)} entries (the tree has two levels; "
+            "manifests and manifest DVs live only in the root)",
+            location=location,
+        )
+    status = pc.struct_field(table.column("version_info"), "status")
+    if status.null_count or not set(pc.unique(status).to_pylist()) <= {int(s) for s in EntryStatus}:
+        raise InvalidMetadata("entries have a missing or unknown status", location=location)
+    live = pc.not_equal(status, int(EntryStatus.DELETED))
+
+    def check(mask: pa.ChunkedArray | pa.Array, what: str) -> None:
+        if pc.any(pc.and_(live, mask)).as_py():
+            raise InvalidMetadata(what, location=location)
+
+    is_manifest = pc.is_in(
+        ct, pa.array([int(FileContent.DATA_MANIFEST), int(FileContent.DELETE_MANIFEST)], pa.int32())
+    )
+    if "manifest_stats" in table.column_names:
+        check(
+            pc.and_(is_manifest, pc.is_null(table.column("manifest_stats"))),
+            "a manifest entry has no manifest_stats",
+        )
+    is_dv = pc.equal(ct, int(FileContent.POSITION_DELETES))
+    is_mdv = pc.equal(ct, int(FileContent.MANIFEST_DV))
+    dv = table.column("deletion_vector") if "deletion_vector" in table.column_names else None
+    ref = table.column("referenced_file") if "referenced_file" in table.column_names else None
+    if dv is not None:
+        check(
+            pc.and_(pc.or_(is_dv, is_mdv), pc.is_null(dv)), "a deletion vector entry has no deletion_vector"
+        )
+    if ref is not None:
+        check(
+            pc.and_(pc.or_(is_dv, is_mdv), pc.is_null(ref)), "a deletion vector entry has no referenced_file"
+        )
+    if "equality_ids" in table.column_names:
+        check(
+            pc.and_(
+                pc.equal(ct, int(FileContent.EQUALITY_DELETES)), pc.is_null(table.column("equality_ids"))
+            ),
+            "an equality delete entry has no equality_ids",
+        )
+    if kind == "root" and ref is not None and pc.any(pc.and_(live, is_mdv)).as_py():
+        targets = pc.filter(ref, pc.and_(live, is_mdv))
+        if len(pc.unique(targets)) != len(targets):
+            raise InvalidMetadata("more than one live manifest DV for one leaf manifest", location=location)
+
+
+def conform(table: pa.Table, layout: V4Layout) -> pa.Table:
+    """Reshape a manifest table written with another layout (older schema, other specs) to
+    ``layout``: columns and struct children matched by name, missing ones null, types cast."""
+    target = layout.arrow_schema
+    if table.schema.equals(target, check_metadata=False):
+        return table
+    arrays = []
+    for field in target:
+        if field.name in table.column_names:
+            arrays.append(_conform_array(table.column(field.name), field.type))
+        else:
+            arrays.append(pa.nulls(table.num_rows, field.type))
+    return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _conform_array(arr: pa.ChunkedArray | pa.Array, t: pa.DataType) -> pa.Array:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if arr.type.equals(t):
+        return arr
+    if pa.types.is_struct(t) and pa.types.is_struct(arr.type):
+        have = {arr.type.field(i).name: i for i in range(arr.type.num_fields)}
+        children = []
+        for i in range(t.num_fields):
+            child = t.field(i)
+            if child.name in have:
+                children.append(_conform_array(arr.field(have[child.name]), child.type))
+            else:
+                children.append(pa.nulls(len(arr), child.type))
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=arr.is_null())
+    try:
+        return arr.cast(t)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.nulls(len(arr), t)
+
+
+__all__ = [
+    "ManifestKind",
+    "clear_v4_cache",
+    "conform",
+    "read_v4_manifest",
+    "validate_entries",
+    "write_v4_manifest",
+]
