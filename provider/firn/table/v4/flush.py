@@ -28,7 +28,15 @@ from firn.spec.content import EntryStatus, FileContent
 from firn.spec.table_metadata import TableMetadata
 from firn.table.transaction import CommitContext
 from firn.table.v4.entries import set_version_info, write_leaf
-from firn.table.v4.state import live_mask, live_mdvs, manifest_refs, mdv_keep_mask, read_leaf, read_leaves
+from firn.table.v4.state import (
+    ManifestRef,
+    live_mask,
+    live_mdvs,
+    manifest_refs,
+    mdv_keep_mask,
+    read_leaf,
+    read_leaves,
+)
 
 
 @dataclass(frozen=True)
@@ -225,6 +233,92 @@ def flush_root_table(
     return pa.concat_tables(parts), stats
 
 
+def compact_manifests(
+    io: FileIO,
+    md: TableMetadata,
+    root: pa.Table,
+    ctx: CommitContext,
+    snapshot_id: int,
+    sequence_number: int,
+) -> tuple[pa.Table, FlushStats]:
+    """Manifest compaction during a commit (seed 004 "Manifest Compaction"): merge every
+    existing data manifest, with its existing manifest DV applied, into new EXISTING leaves of
+    up to ``commit.leaf.target-entries``; fold existing manifest DVs of delete manifests into
+    rewritten delete manifests. Only pre-existing entries take part (call this on a
+    carried-over root before the commit's own changes), so there is no net change."""
+    stats = FlushStats()
+    refs = manifest_refs(root)
+    mdvs = live_mdvs(io, root)
+    data_refs = [r for r in refs if r.content is FileContent.DATA_MANIFEST]
+    delete_refs = [r for r in refs if r.content is FileContent.DELETE_MANIFEST and r.location in mdvs]
+    if len(data_refs) < 2 and not mdvs:
+        return root, stats
+    drop = np.zeros(root.num_rows, dtype=bool)
+    new_rows: list[pa.Table] = []
+    target = md.table_properties.leaf_target_entries
+
+    def kept(ref_leaf: tuple[ManifestRef, pa.Table]) -> pa.Table:
+        ref, leaf = ref_leaf
+        found = mdvs.get(ref.location)
+        bitmap = found[1] if found is not None else None
+        keep = mdv_keep_mask(bitmap, leaf.num_rows) & np.asarray(
+            live_mask(leaf).to_numpy(zero_copy_only=False), dtype=bool
+        )
+        return _existing(leaf.filter(pa.array(keep)))
+
+    def emit(leaf: pa.Table, kind: ManifestKind, referenced: str | None) -> str:
+        location, row = write_leaf(
+            io,
+            md,
+            leaf,
+            kind,
+            status=EntryStatus.EXISTING,
+            snapshot_id=snapshot_id,
+            sequence_number=sequence_number,
+            written=ctx.written,
+            referenced_file=referenced,
+        )
+        stats.leaves.append(location)
+        stats.bytes_written += int(row.column("file_size_in_bytes")[0].as_py() or 0)
+        new_rows.append(row)
+        return location
+
+    renamed: dict[str, str | None] = {}
+    if len(data_refs) >= 2 or any(r.location in mdvs for r in data_refs):
+        merged = [kept(x) for x in zip(data_refs, read_leaves(io, md, data_refs))]
+        for r in data_refs:
+            drop[r.row] = True
+            if r.location in mdvs:
+                drop[mdvs[r.location][0]] = True
+                stats.manifest_dvs_folded += 1
+        rows = pa.concat_tables(merged) if merged else None
+        locations = []
+        if rows is not None and rows.num_rows:
+            stats.entries_rewritten += rows.num_rows
+            locations = [emit(chunk, "data", None) for chunk in _chunks(rows, target)]
+        for r in data_refs:
+            renamed[r.location] = locations[0] if len(locations) == 1 else None
+    for r, leaf in zip(delete_refs, read_leaves(io, md, delete_refs)):
+        drop[r.row] = True
+        drop[mdvs[r.location][0]] = True
+        stats.manifest_dvs_folded += 1
+        rows = kept((r, leaf))
+        if rows.num_rows:
+            stats.entries_rewritten += rows.num_rows
+            ref_file = renamed.get(r.referenced_file, r.referenced_file) if r.referenced_file else None
+            for chunk in _chunks(rows, target):
+                emit(chunk, "delete", ref_file)
+    rest = root.filter(pa.array(~drop))
+    if renamed:
+        values = rest.column("referenced_file").to_pylist()
+        dm = pc.equal(rest.column("content_type"), int(FileContent.DELETE_MANIFEST)).to_pylist()
+        fixed = [renamed.get(v, v) if d and v in renamed else v for v, d in zip(values, dm)]
+        rest = rest.set_column(
+            rest.schema.get_field_index("referenced_file"), "referenced_file", pa.array(fixed, pa.string())
+        )
+    return pa.concat_tables([rest, *new_rows]), stats
+
+
 def _data_leaf_index(
     io: FileIO, md: TableMetadata, root: pa.Table, dropped: np.ndarray, deletes: pa.Table
 ) -> dict[str, str]:
@@ -246,6 +340,7 @@ __all__ = [
     "FlushDecision",
     "FlushStats",
     "RootCounts",
+    "compact_manifests",
     "decide",
     "flush_root_table",
     "root_counts",

@@ -326,6 +326,15 @@ class RootTreeWriter:
         md = base
         self._in_use = set()
         root = carry_over(root_table(ctx.io, md, parent))
+        extra: dict[str, str] = {}
+        if getattr(self.producer, "compact_manifests", False):
+            from firn.table.v4.flush import compact_manifests
+
+            # Seed 004: compaction during a commit uses only pre-existing entries (EXISTING
+            # outputs, no net change), so it runs before this commit's own changes.
+            root, cstats = compact_manifests(ctx.io, md, root, ctx, snapshot_id, sequence_number)
+            self._in_use |= set(cstats.leaves)
+            extra["manifests-compacted-entries"] = str(cstats.entries_rewritten)
         mdvs = live_mdvs(ctx.io, root)
         origins = changes.origins
 
@@ -362,7 +371,6 @@ class RootTreeWriter:
         # Writers flush synchronously only above a hard cap; flushing moves EXISTING entries only.
         from firn.table.v4.flush import flush_root_table, writer_must_flush
 
-        extra: dict[str, str] = {}
         if writer_must_flush(root, md):
             root, stats = flush_root_table(
                 ctx.io, md, root, ctx, snapshot_id, sequence_number, force=False, affiliate=False
