@@ -85,21 +85,16 @@ def write_v4_manifest(io: FileIO, location: str, table: pa.Table, kind: Manifest
     """Write a V4 manifest (zstd Parquet) and return its size in bytes; primes the cache."""
     if kind not in _KINDS:
         raise ValueError(f"unknown manifest kind {kind!r}")
-    meta = dict(table.schema.metadata or {})
-    meta[FORMAT_VERSION_KEY] = V4_FORMAT_VERSION
-    meta[CONTENT_KEY] = kind.encode()
-    table = table.replace_schema_metadata(meta)
+    table = table.replace_schema_metadata(None)
     sink = pa.BufferOutputStream()
-    # Manifests are small and read whole: one row group, no page statistics (they would only
-    # bloat the footer; pruning happens on the stats columns themselves).
-    pq.write_table(
-        table,
-        sink,
-        compression="zstd",
-        write_statistics=False,
-        store_schema=False,
-        row_group_size=max(1, table.num_rows),
-    )
+    # Manifests are small and read whole: one row group, no page statistics and no embedded
+    # Arrow schema (both would only bloat the footer; pruning uses the stats columns). The
+    # seed's key-value metadata goes into the Parquet footer directly.
+    with pq.ParquetWriter(
+        sink, table.schema, compression="zstd", write_statistics=False, store_schema=False
+    ) as writer:
+        writer.write_table(table, row_group_size=max(1, table.num_rows))
+        writer.add_key_value_metadata({FORMAT_VERSION_KEY: V4_FORMAT_VERSION, CONTENT_KEY: kind.encode()})
     data = sink.getvalue().to_pybytes()
     io.new_output(location).write(data, overwrite=False)
     _cache.put(location, table.replace_schema_metadata(None))
@@ -117,7 +112,7 @@ def read_v4_manifest(
     try:
         with io.new_input(location).open_arrow() as f:
             pf = pq.ParquetFile(f)
-            meta = pf.schema_arrow.metadata or {}
+            meta = pf.metadata.metadata or {}
             table = pf.read()
     except (pa.ArrowException, OSError) as e:
         raise InvalidMetadata(f"not a readable V4 manifest (Parquet): {e}", location=location) from e

@@ -164,7 +164,7 @@ def manifest_entry_for_leaf(
 
 
 def leaf_location(md: TableMetadata, kind: ManifestKind) -> str:
-    return f"{metadata_dir(md)}/{uuid.uuid4()}-{kind[0]}.parquet"
+    return f"{metadata_dir(md)}/{uuid.uuid4()}-m-{kind}.parquet"
 
 
 def write_leaf(

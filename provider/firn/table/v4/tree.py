@@ -38,7 +38,7 @@ from firn.spec.table_metadata import TableMetadata
 from firn.table.metadata_io import metadata_dir
 from firn.table.producer import Changes, TreeResult
 from firn.table.transaction import CommitContext
-from firn.table.v4.entries import carry_over, entries_table, set_version_info
+from firn.table.v4.entries import carry_over, entries_table, leaf_location, set_version_info
 from firn.table.v4.state import (
     ManifestRef,
     live_mask,
@@ -245,7 +245,7 @@ class RootTreeWriter:
             return cached
         entries = [ManifestEntry(EntryStatus.ADDED, None, data_sequence_number, None, f) for f in files]
         leaf = entries_table(md, entries)
-        location = f"{metadata_dir(md)}/{__import__('uuid').uuid4()}-{kind[0]}.parquet"
+        location = leaf_location(md, kind)
         ctx.written.append(location)
         size = write_v4_manifest(ctx.io, location, leaf, kind)
         result = (location, leaf.append_column("__size", pa.array([size] * leaf.num_rows, pa.int64())))
