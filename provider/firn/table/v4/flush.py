@@ -87,11 +87,6 @@ def decide(counts: RootCounts, md: TableMetadata, *, force: bool, factor: int = 
     )
 
 
-def writer_must_flush(root: pa.Table, md: TableMetadata) -> bool:
-    """Whether a writer must flush synchronously: a threshold is exceeded by the hard-cap factor."""
-    return decide(root_counts(root), md, force=False, factor=md.table_properties.root_writer_flush_factor).any
-
-
 @dataclass
 class FlushStats:
     data_files_moved: int = 0
@@ -344,5 +339,4 @@ __all__ = [
     "decide",
     "flush_root_table",
     "root_counts",
-    "writer_must_flush",
 ]

@@ -369,11 +369,24 @@ class RootTreeWriter:
             added_rows = 0
 
         # Writers flush synchronously only above a hard cap; flushing moves EXISTING entries only.
-        from firn.table.v4.flush import flush_root_table, writer_must_flush
+        from firn.table.v4.flush import decide, flush_root_table, root_counts
 
-        if writer_must_flush(root, md):
+        # The cap applies to the root this commit would write; only pre-existing entries move.
+        after = pa.concat_tables([root, added]) if added is not None else root
+        decision = decide(
+            root_counts(after), md, force=False, factor=md.table_properties.root_writer_flush_factor
+        )
+        if decision.any:
             root, stats = flush_root_table(
-                ctx.io, md, root, ctx, snapshot_id, sequence_number, force=False, affiliate=False
+                ctx.io,
+                md,
+                root,
+                ctx,
+                snapshot_id,
+                sequence_number,
+                force=False,
+                affiliate=False,
+                decision=decision,
             )
             self._in_use |= set(stats.leaves)
             extra["root-flushed-entries"] = str(stats.entries_moved)
