@@ -7,7 +7,7 @@ from pathlib import Path
 
 from firn.manifests.v4_io import read_v4_manifest
 
-from .support import Labels, commit_append, commit_change, data_files, ids, new_table, set_props
+from .support import Labels, commit_append, commit_change, data_files, ids, new_table
 
 
 def _root(t):  # type: ignore[no-untyped-def]
