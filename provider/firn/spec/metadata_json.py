@@ -91,6 +91,51 @@ def _snapshot_json_text(s: Snapshot, format_version: int) -> str:
     return text
 
 
+class _JoinCache:
+    """Joined JSON texts of growing lists (snapshots, snapshot log), keyed by the exact item
+    ids, so a commit appends one item to its parent's text instead of re-joining the history
+    (DESIGN: commit cost must not grow with history)."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.capacity = capacity
+        self._data: dict[tuple[object, ...], str] = {}
+
+    def join(self, marker: object, ids: tuple[object, ...], text_at: Callable[[int], str]) -> str:
+        key = (marker, *ids)
+        hit = self._data.get(key)
+        if hit is not None:
+            return hit
+        if not ids:
+            return ""
+        prefix = "" if len(ids) == 1 else self._data.get(key[:-1])
+        if prefix is not None:
+            last = text_at(len(ids) - 1)
+            text = f"{prefix},{last}" if prefix else last
+        else:
+            text = ",".join(text_at(i) for i in range(len(ids)))
+        if len(self._data) >= self.capacity:
+            self._data.pop(next(iter(self._data)))
+        self._data[key] = text
+        return text
+
+
+_join_cache = _JoinCache()
+
+
+def _snapshots_text(snapshots: tuple[Snapshot, ...], version: int) -> str:
+    ids = tuple(s.snapshot_id for s in snapshots)
+    return _join_cache.join(("snapshots", version), ids, lambda i: _snapshot_json_text(snapshots[i], version))
+
+
+def _snapshot_log_text(log: tuple[SnapshotLogEntry, ...]) -> str:
+    ids = tuple((e.snapshot_id, e.timestamp_ms) for e in log)
+    return _join_cache.join(
+        "snapshot-log",
+        ids,
+        lambda i: f'{{"timestamp-ms":{log[i].timestamp_ms},"snapshot-id":{log[i].snapshot_id}}}',
+    )
+
+
 def snapshot_from_dict(d: Mapping[str, Any], format_version: int) -> Snapshot:
     try:
         summary = d.get("summary") or {"operation": "append"}
@@ -229,9 +274,6 @@ def metadata_to_json(md: TableMetadata) -> str:
             }
             for p in md.partition_statistics
         ],
-        "snapshot-log": [
-            {"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id} for e in md.snapshot_log
-        ],
         "metadata-log": [
             {"timestamp-ms": e.timestamp_ms, "metadata-file": e.metadata_file} for e in md.metadata_log
         ],
@@ -248,10 +290,11 @@ def metadata_to_json(md: TableMetadata) -> str:
                 }
                 for k in md.encryption_keys
             ]
-    snapshots = ",".join(_snapshot_json_text(s, v) for s in md.snapshots)
+    snapshots = _snapshots_text(md.snapshots, v)
+    log = _snapshot_log_text(md.snapshot_log)
     head_text = json.dumps(head, separators=(",", ":"))
     tail_text = json.dumps(tail, separators=(",", ":"))
-    return f'{head_text[:-1]},"snapshots":[{snapshots}],{tail_text[1:]}'
+    return f'{head_text[:-1]},"snapshots":[{snapshots}],"snapshot-log":[{log}],{tail_text[1:]}'
 
 
 def metadata_from_json(text: str | bytes, *, location: str | None = None) -> TableMetadata:
