@@ -34,6 +34,7 @@ ALLOWED_CONTENT: dict[str, frozenset[int]] = {
     "data": frozenset({int(FileContent.DATA)}),
     "delete": frozenset({int(FileContent.POSITION_DELETES), int(FileContent.EQUALITY_DELETES)}),
 }
+DICTIONARY_COLUMNS = ("location", "file_format", "referenced_file")
 REQUIRED_COLUMNS = (
     "content_type",
     "location",
@@ -85,19 +86,32 @@ def write_v4_manifest(io: FileIO, location: str, table: pa.Table, kind: Manifest
     """Write a V4 manifest (zstd Parquet) and return its size in bytes; primes the cache."""
     if kind not in _KINDS:
         raise ValueError(f"unknown manifest kind {kind!r}")
-    table = table.replace_schema_metadata(None)
+    # One chunk per column: roots are built by concatenating the parent's entries with the new
+    # ones, and a cached root with a chunk per commit makes every Arrow kernel on the next
+    # commit's root cost O(commits) calls (measured: 72 ms of compute per commit at 200 chunks).
+    table = table.replace_schema_metadata(None).combine_chunks()
     sink = pa.BufferOutputStream()
     # Manifests are small and read whole: one row group, no page statistics and no embedded
     # Arrow schema (both would only bloat the footer; pruning uses the stats columns). The
     # seed's key-value metadata goes into the Parquet footer directly.
+    # zstd level 1 with dictionaries only on the repetitive path columns: measured fastest at
+    # both 2 and 1,000 entries while staying as small as default zstd (a commit rewrites the
+    # root, so encoding cost must not grow much with the root's size).
+    dictionary = [c for c in DICTIONARY_COLUMNS if c in table.column_names]
     with pq.ParquetWriter(
-        sink, table.schema, compression="zstd", write_statistics=False, store_schema=False
+        sink,
+        table.schema,
+        compression="zstd",
+        compression_level=1,
+        use_dictionary=dictionary,
+        write_statistics=False,
+        store_schema=False,
     ) as writer:
         writer.write_table(table, row_group_size=max(1, table.num_rows))
         writer.add_key_value_metadata({FORMAT_VERSION_KEY: V4_FORMAT_VERSION, CONTENT_KEY: kind.encode()})
     data = sink.getvalue().to_pybytes()
     io.new_output(location).write(data, overwrite=False)
-    _cache.put(location, table.replace_schema_metadata(None))
+    _cache.put(location, table)
     return len(data)
 
 
