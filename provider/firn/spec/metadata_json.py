@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
