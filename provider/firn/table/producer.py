@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
+from firn.errors import ValidationError
 from firn.spec.content import DataFile, FileContent
 from firn.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot, Summary, new_snapshot_id
 from firn.spec.table_metadata import TableMetadata, now_ms
@@ -39,6 +40,9 @@ class Changes:
     removed_deletes: list[DataFile] = field(default_factory=list)
     # Data files added with an explicit data sequence number (compaction keeps the starting one).
     data_sequence_number: int | None = None
+    # V4: where removed files live (manifest location, ordinal), from planning; lets a commit
+    # target a leaf entry with a manifest DV without searching the tree.
+    origins: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:
@@ -175,6 +179,11 @@ class SnapshotProducer:
     ) -> None:
         self.branch = branch
         self.snapshot_properties = dict(snapshot_properties or {})
+        # Stage the snapshot without moving any ref (write-audit-publish; Java ``stageOnly``):
+        # it is added to the table and can later be cherry-picked onto main.
+        self.stage_only = False
+        # V4: compact existing manifests during this commit (seed 004 "Manifest Compaction").
+        self.compact_manifests = False
         self.snapshot_id = new_snapshot_id()
         self._tree: TreeWriter | None = None
         self._tree_version: int | None = None
@@ -191,10 +200,18 @@ class SnapshotProducer:
     def operation_for(self, changes: Changes) -> Operation:
         return self.operation
 
+    def make_tree_writer(self, base: TableMetadata) -> TreeWriter:
+        """The tree writer for ``base``'s format version (maintenance actions override it)."""
+        return tree_writer_for(base, self)
+
     # -- the action protocol -----------------------------------------------------------------------
     def apply(
         self, base: TableMetadata, ctx: CommitContext
     ) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        target = base.refs.get(self.branch)
+        if target is not None and not target.is_branch:
+            # Spec "Snapshot References": tags label one snapshot; only branches take commits.
+            raise ValidationError(f"cannot commit to {self.branch!r}: it is a tag, and tags are immutable")
         parent = base.snapshot_for_ref(self.branch)
         if self.branch != MAIN_BRANCH and base.refs.get(self.branch) is None:
             # Committing to a new branch starts it from main's current snapshot (Java behaviour).
@@ -204,7 +221,7 @@ class SnapshotProducer:
         self.validate(base, parent, ctx)
         changes = self.changes(base, parent, ctx)
         if self._tree is None or self._tree_version != base.format_version:
-            self._tree = tree_writer_for(base, self)
+            self._tree = self.make_tree_writer(base)
             self._tree_version = base.format_version
         sequence_number = base.next_sequence_number()
         result = self._tree.write(base, parent, changes, self.snapshot_id, sequence_number, ctx)
@@ -225,6 +242,8 @@ class SnapshotProducer:
             added_rows=(result.added_rows or 0) if lineage else None,
         )
         self.last_snapshot = snapshot
+        if self.stage_only:
+            return [AddSnapshot(snapshot)], [AssertTableUUID(base.table_uuid)]
         existing_ref = base.refs.get(self.branch)
         updates: list[TableUpdate] = [
             AddSnapshot(snapshot),

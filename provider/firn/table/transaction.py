@@ -62,10 +62,15 @@ class CommitResult:
     snapshot_id: int | None
 
 
-def _backoff_ms(attempt: int, min_ms: int, max_ms: int) -> float:
-    # Exponential backoff with "equal jitter": half fixed, half random, so racing writers spread out.
-    cap = min(max_ms, min_ms * (2 ** (attempt - 1)))
-    return cap / 2 + random.uniform(0, cap / 2)
+# Lost races grow the backoff only this many doublings: the winners of a race do not back off
+# at all, so a loser whose wait kept doubling would only fall further behind them.
+LOST_RACE_BACKOFF_STEPS = 3
+
+
+def _backoff_ms(failures: int, min_ms: int, max_ms: int) -> float:
+    # Exponential backoff with "full jitter": racing writers spread over the whole window.
+    cap = min(max_ms, min_ms * (2 ** (max(failures, 1) - 1)))
+    return random.uniform(0, cap)
 
 
 class Transaction:
@@ -110,12 +115,20 @@ class Transaction:
         props = base.table_properties
         deadline = time.monotonic() + props.commit_total_retry_time_ms / 1000
         ctx = CommitContext(io=io, start=self._start)
-        attempt = 0
+        attempt = lost_races = stalls = 0
         while True:
             attempt += 1
             ctx.attempt = attempt
             new_location: str | None = None
             try:
+                if base.table_uuid != self._start.table_uuid:
+                    # Refreshed into a different table (dropped and re-created under the same
+                    # name): re-applying would commit these changes to a table they were not
+                    # planned for. Requirements built from the refreshed base cannot see this.
+                    raise ValidationConflict(
+                        f"table {table.name} was replaced concurrently (UUID {self._start.table_uuid} "
+                        f"is now {base.table_uuid}); nothing was committed"
+                    )
                 new_md, _updates, requirements = self._apply_all(base, ctx)
                 if new_md is base:
                     self._committed = True
@@ -135,17 +148,33 @@ class Transaction:
                 raise
             except CommitConflict as e:
                 self._delete_quietly(new_location)
-                if attempt > props.commit_num_retries or time.monotonic() > deadline:
+                # A lost race (another writer's commit landed: the pointer moved) proves progress
+                # and the refreshed re-apply re-validates, so it only spends time; a conflict that
+                # made no progress (e.g. a database lock timeout) spends commit.retry.num-retries.
+                if self._table_moved(base_location):
+                    lost_races += 1
+                else:
+                    stalls += 1
+                if stalls > props.commit_num_retries or time.monotonic() > deadline:
                     self._cleanup(ctx, keep=set())
                     raise CommitConflict(
-                        f"commit to {table.name} failed after {attempt} attempts: {e}"
+                        f"commit to {table.name} failed after {attempt} attempts "
+                        f"({lost_races} lost to concurrent commits): {e}"
                     ) from e
-                wait = _backoff_ms(attempt, props.commit_min_retry_wait_ms, props.commit_max_retry_wait_ms)
+                wait = _backoff_ms(
+                    stalls + min(lost_races, LOST_RACE_BACKOFF_STEPS),
+                    props.commit_min_retry_wait_ms,
+                    props.commit_max_retry_wait_ms,
+                )
                 log.debug(
                     "commit conflict on %s (attempt %d), retrying in %.0f ms", table.name, attempt, wait
                 )
                 time.sleep(wait / 1000)
-                table.refresh()
+                try:
+                    table.refresh()
+                except BaseException:
+                    self._cleanup(ctx, keep=set())
+                    raise
                 base, base_location = table.metadata, table.metadata_location
                 continue
             except BaseException:
@@ -171,10 +200,23 @@ class Transaction:
         requirements: list[TableRequirement] = []
         for action in self._actions:
             u, r = action.apply(md, ctx)
+            if md is not base:
+                # A later action states requirements against the earlier actions' output (e.g. a
+                # second append asserts main is at the first one's snapshot). The commit is checked
+                # against ``base``: keep what holds there; the rest is implied by earlier actions.
+                r = [req for req in r if _holds(req, base)]
             md = apply_updates(md, u)
             updates.extend(u)
             requirements.extend(r)
         return md, updates, requirements
+
+    def _table_moved(self, base_location: str) -> bool:
+        """Whether the catalog now points past ``base_location`` (another commit landed)."""
+        table = self._table
+        try:
+            return table.catalog.load_metadata_location(table.identifier) != base_location
+        except FirnError:  # unreachable or dropped: the refresh that follows reports it
+            return False
 
     def _cleanup(self, ctx: CommitContext, keep: set[str]) -> None:
         """Delete files written by attempts that the committed metadata does not reference."""
@@ -208,6 +250,14 @@ class Transaction:
             self._table.io.delete_many(locations)
         except Exception:
             log.warning("could not delete %d old metadata files", len(locations))
+
+
+def _holds(requirement: TableRequirement, metadata: TableMetadata) -> bool:
+    try:
+        requirement.validate(metadata)
+    except CommitConflict:
+        return False
+    return True
 
 
 class SimpleAction:
