@@ -218,6 +218,9 @@ def _partition_columns(md: TableMetadata) -> tuple[PartitionColumn, ...]:
     return tuple(sorted(seen.values(), key=lambda c: c.field_id))
 
 
+_LAYOUTS: dict[tuple[object, ...], V4Layout] = {}
+
+
 class V4Layout:
     """The Arrow schema of content entries for one table state (current schema + all specs)."""
 
@@ -229,11 +232,20 @@ class V4Layout:
 
     @classmethod
     def for_metadata(cls, md: TableMetadata) -> V4Layout:
-        cache: dict[str, V4Layout] = md.__dict__.setdefault("_v4_layout_cache", {})
-        layout = cache.get("layout")
+        # Schema and spec ids identify immutable objects within a table, so the layout (and its
+        # Arrow schema) is shared by every metadata version with the same ones.
+        key = (
+            md.table_uuid,
+            md.current_schema_id,
+            tuple(s.schema_id for s in md.schemas),
+            tuple(s.spec_id for s in md.partition_specs),
+        )
+        layout = _LAYOUTS.get(key)
         if layout is None:
             layout = cls(_stats_columns(md), _partition_columns(md))
-            cache["layout"] = layout
+            if len(_LAYOUTS) >= 256:
+                _LAYOUTS.pop(next(iter(_LAYOUTS)))
+            _LAYOUTS[key] = layout
         return layout
 
     def stats_struct_type(self, c: StatsColumn) -> pa.StructType:

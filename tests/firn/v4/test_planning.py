@@ -146,3 +146,43 @@ def test_equality_deletes_match_by_sequence_number(tmp_path: Path) -> None:
     commit_append(t, data_files(t, lb, ["B2"], start_id=1))
     assert ids(t) == [0, 1, 2]
     _ = SCHEMA
+
+
+def test_removing_one_dv_keeps_the_other_dvs_of_the_same_puffin_file(tmp_path: Path) -> None:
+    import numpy as np
+
+    from firn.deletes.bitmap import PositionBitmap
+    from firn.deletes.dv import write_dv_puffin
+    from firn.spec.content import DataFile, FileFormat
+
+    t, lb = new_table(tmp_path), Labels()
+    a, b = data_files(t, lb, ["A", "B"])
+    commit_append(t, [a, b])
+    loc = f"{t.location}/data/shared.puffin"
+    written = write_dv_puffin(
+        t.io.new_output(loc), [(f.file_path, PositionBitmap.from_positions(np.array([0]))) for f in (a, b)]
+    )
+    dvs = [
+        DataFile(
+            FileContent.POSITION_DELETES,
+            loc,
+            FileFormat.PUFFIN,
+            (),
+            w.cardinality,
+            written.file_size_in_bytes,
+            0,
+            referenced_data_file=w.referenced_data_file,
+            content_offset=w.offset,
+            content_size_in_bytes=w.length,
+        )
+        for w in written.dvs
+    ]
+    for layout in ("root", "leaf"):
+        if layout == "leaf":
+            set_props(t, **{"commit.root.max-added-files": "0"})
+        commit_change(t, add_deletes=dvs)
+        assert ids(t) == []
+        commit_change(t, remove_deletes=[dvs[0]])  # only A's DV goes away
+        assert ids(t) == [0], layout
+        commit_change(t, remove_deletes=[dvs[1]])
+        assert ids(t) == [0, 1]

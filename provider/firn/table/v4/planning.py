@@ -14,6 +14,7 @@ goes straight from Arrow columns to tasks.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
@@ -23,6 +24,7 @@ import pyarrow.compute as pc
 
 from firn.deletes.index import DeleteFileIndex
 from firn.expressions import AlwaysTrue, BooleanExpression, bind, evaluate
+from firn.expressions.describe import referenced_field_ids
 from firn.expressions.projection import partition_struct, project_inclusive
 from firn.io.base import FileIO
 from firn.manifests.v4_layout import V4Layout, specs_partition_ids
@@ -36,8 +38,8 @@ from firn.table.v4.state import (
     live_mask,
     live_mdvs,
     manifest_refs,
-    mdv_keep_mask,
-    read_leaves,
+    mdv_keep_batched,
+    read_leaves_batched,
     root_table,
 )
 from firn.table.v4.stats_filter import might_match
@@ -77,6 +79,9 @@ def partition_mask(
     return out
 
 
+ITER_CHUNK = 65_536
+
+
 class PlannedTasks(Sequence[FileScanTask]):
     """The planned files of a V4 scan, kept columnar; tasks are built on access."""
 
@@ -112,20 +117,42 @@ class PlannedTasks(Sequence[FileScanTask]):
         return self.tasks()[i]
 
     def __iter__(self) -> Iterator[FileScanTask]:
-        return iter(self.tasks())
+        # Stream tasks in chunks: a reader starts on the first files without waiting for (or
+        # holding) a million task objects.
+        if self._tasks is not None:
+            yield from self._tasks
+            return
+        for start in range(0, self._data.num_rows, ITER_CHUNK):
+            yield from self._materialize(start, min(start + ITER_CHUNK, self._data.num_rows))
 
     @property
     def table(self) -> pa.Table:
-        """The planned data-file entries as Arrow (V4 content-entry layout)."""
+        """The planned data-file entries as Arrow (V4 content-entry layout). Entries of leaf
+        manifests carry stats only for the columns the filter used (planning reads no others);
+        their delete-only columns are null, as they are for every data file."""
         return self._data
 
     def tasks(self) -> list[FileScanTask]:
+        """Every task, built once and kept."""
         if self._tasks is None:
-            self._tasks = self._materialize()
+            self._tasks = self._materialize(0, self._data.num_rows)
         return self._tasks
 
-    def _materialize(self) -> list[FileScanTask]:
-        d = self._data
+    def _materialize(self, start: int, stop: int) -> list[FileScanTask]:
+        # A million tasks are two million small objects: with the collector on, its full
+        # collections rescan all of them again and again (measured at 1M tasks: 30 s -> 19 s
+        # without). Nothing built here forms a reference cycle.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._build_tasks(start, stop)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _build_tasks(self, start: int, stop: int) -> list[FileScanTask]:
+        d = self._data.slice(start, stop - start)
+        origins_slice = self._origins.slice(start, stop - start)
         n = d.num_rows
         if n == 0:
             return []
@@ -139,8 +166,8 @@ class PlannedTasks(Sequence[FileScanTask]):
         frid = d.column("first_row_id").to_pylist()
         seq = pc.struct_field(d.column("version_info"), "sequence_number").to_pylist()
         sort = d.column("sort_order_id").to_pylist()
-        o_man = self._origins.column("manifest").to_pylist()
-        o_ord = self._origins.column("ordinal").to_pylist()
+        o_man = _strings(origins_slice.column("manifest"))
+        o_ord = origins_slice.column("ordinal").to_pylist()
         partitions = _partition_tuples(d, pids, layout)
         evaluators = _SpecEvaluators(self._md, self._schema, self._filter, self._case_sensitive)
         residual_cache: dict[tuple[Any, ...], BooleanExpression] = {}
@@ -169,6 +196,15 @@ class PlannedTasks(Sequence[FileScanTask]):
             dfs = deletes.for_data_file(f, s) if deletes is not None else ()
             out.append(FileScanTask(f, s, dfs, residual, (o_man[i], o_ord[i])))
         return out
+
+
+def _strings(col: pa.ChunkedArray) -> list[str]:
+    """A string column as a list; a dictionary column shares one str per distinct value."""
+    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if not pa.types.is_dictionary(arr.type):
+        return arr.to_pylist()
+    names = arr.dictionary.to_pylist()
+    return [names[j] for j in arr.indices.to_numpy(zero_copy_only=False).tolist()]
 
 
 def _partition_tuples(
@@ -239,23 +275,30 @@ def plan_root(
     # Root-level files.
     root_data_sel = live & (ct == int(FileContent.DATA)) & stats_ok & part_ok
     data_parts = [root.filter(pa.array(root_data_sel))]
-    origin_parts = [_origins(ROOT, np.nonzero(root_data_sel)[0])]
+    root_ordinals = np.nonzero(root_data_sel)[0]
     root_del_sel = live & np.isin(ct, [int(FileContent.POSITION_DELETES), int(FileContent.EQUALITY_DELETES)])
     delete_parts = [root.filter(pa.array(root_del_sel))]
 
-    leaves = read_leaves(io, md, [*data_refs, *delete_refs])
-    for ref, leaf in zip([*data_refs, *delete_refs], leaves):
-        keep = mdv_keep_mask(mdvs.get(ref.location, (0, None))[1], leaf.num_rows) & _np(live_mask(leaf))
-        if ref.content is FileContent.DATA_MANIFEST:
-            keep &= might_match(leaf, bound, layout)
-            keep &= partition_mask(leaf, md, schema, row_filter, case_sensitive)
-            data_parts.append(leaf.filter(pa.array(keep)))
-            origin_parts.append(_origins(ref.location, np.nonzero(keep)[0]))
-        else:
-            delete_parts.append(leaf.filter(pa.array(keep)))
+    # Leaves are read without the stats of columns the filter does not use, concatenated, and
+    # then masked (manifest DVs, status, stats, partitions) in a few passes over all entries.
+    columns = _leaf_columns(layout, bound)
+    batch = read_leaves_batched(io, md, data_refs, columns)
+    keep = mdv_keep_batched(mdvs, data_refs, batch) & _np(live_mask(batch.table))
+    if not isinstance(row_filter, AlwaysTrue) and batch.table.num_rows:
+        keep &= might_match(batch.table, bound, layout)
+        keep &= partition_mask(batch.table, md, schema, row_filter, case_sensitive)
+    data_parts.append(_keep(batch.table, keep))
+    dels = read_leaves_batched(io, md, delete_refs, columns)
+    delete_parts.append(
+        _keep(dels.table, mdv_keep_batched(mdvs, delete_refs, dels) & _np(live_mask(dels.table)))
+    )
 
     data = pa.concat_tables(data_parts)
-    origins = pa.concat_tables(origin_parts)
+    origins = _origins_batched(
+        [ROOT, *(r.location for r in data_refs)],
+        np.concatenate([np.zeros(len(root_ordinals), dtype=np.int64), batch.leaf[keep] + 1]),
+        np.concatenate([root_ordinals, batch.ordinal[keep]]),
+    )
     delete_table = pa.concat_tables(delete_parts)
     index = None
     if delete_table.num_rows:
@@ -267,10 +310,38 @@ def _as_entries(md: TableMetadata, table: pa.Table) -> list[Any]:
     return _delete_entries(md, table)
 
 
-def _origins(manifest: str, ordinals: np.ndarray) -> pa.Table:
+def _keep(table: pa.Table, keep: np.ndarray) -> pa.Table:
+    return table if keep.all() else table.filter(pa.array(keep))
+
+
+# Columns that are null for data files by construction (a data leaf holds only data files,
+# which validation enforces): data leaves are read without them.
+_DELETE_ONLY_COLUMNS = ("deletion_vector", "referenced_file", "equality_ids")
+
+
+def _leaf_columns(layout: V4Layout, bound: BooleanExpression) -> dict[FileContent, list[str]]:
+    """Leaf columns planning needs, by manifest type: all but the stats (and, for data
+    leaves, the delete-only columns), plus the stats of the columns the filter uses.
+    Measured on 1,000-entry leaves: reads take about half the time of full reads."""
+    names = [n for n in layout.arrow_schema.names if n not in ("content_stats", "manifest_stats")]
+    if "content_stats" in layout.arrow_schema.names and not isinstance(bound, AlwaysTrue):
+        for field_id in sorted(referenced_field_ids(bound)):
+            col = layout.stats_by_id.get(field_id)
+            if col is not None:
+                names.append(f"content_stats.{col.name}")
+    return {
+        FileContent.DATA_MANIFEST: [n for n in names if n not in _DELETE_ONLY_COLUMNS],
+        FileContent.DELETE_MANIFEST: names,
+    }
+
+
+def _origins_batched(manifests: list[str], index: np.ndarray, ordinals: np.ndarray) -> pa.Table:
+    """Where each planned entry lives: manifest (dictionary-encoded) and ordinal."""
     return pa.table(
         {
-            "manifest": pa.array([manifest] * len(ordinals), pa.string()),
+            "manifest": pa.DictionaryArray.from_arrays(
+                pa.array(index.astype(np.int32), pa.int32()), pa.array(manifests, pa.string())
+            ),
             "ordinal": pa.array(ordinals, pa.int64()),
         }
     )

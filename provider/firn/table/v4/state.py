@@ -14,7 +14,8 @@ bitmaps of manifest DVs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -41,7 +42,10 @@ from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
 
 ROOT = "root"  # origin "manifest" of entries that live in the root itself
-MAX_LEAF_THREADS = 8
+# Leaf reads mix GIL-bound footer parsing with GIL-free decoding; more threads than cores
+# only add contention for local files (measured on 2 cores: 2 threads 2.5 s, 8 threads 4.1 s
+# for 1,000 leaves).
+MAX_LEAF_THREADS = min(8, max(2, os.cpu_count() or 2))
 
 LIVE_STATUS = (int(EntryStatus.EXISTING), int(EntryStatus.ADDED))
 
@@ -193,15 +197,19 @@ def _legacy_leaf(io: FileIO, md: TableMetadata, ref: ManifestRef) -> pa.Table:
     return layout.to_arrow(entries, specs_partition_ids(md))
 
 
-def read_leaf(io: FileIO, md: TableMetadata, ref: ManifestRef) -> pa.Table:
-    """A leaf manifest's entries (current layout) with version info and row ids inherited."""
+def read_leaf(
+    io: FileIO, md: TableMetadata, ref: ManifestRef, columns: Sequence[str] | None = None
+) -> pa.Table:
+    """A leaf manifest's entries (current layout) with version info and row ids inherited.
+
+    With ``columns`` (see :func:`read_v4_manifest`) the other columns come back null."""
     layout = V4Layout.for_metadata(md)
     if ref.file_format is FileFormat.AVRO:
         # Legacy manifests already apply their own inheritance when read.
         return _legacy_leaf(io, md, ref)
     expected = "data" if ref.content is FileContent.DATA_MANIFEST else "delete"
-    leaf = conform(read_v4_manifest(io, ref.location, expected=expected), layout)  # type: ignore[arg-type]
-    return inherit(leaf, ref)
+    table = read_v4_manifest(io, ref.location, expected=expected, columns=columns)  # type: ignore[arg-type]
+    return inherit(conform(table, layout), ref)
 
 
 def inherit(leaf: pa.Table, ref: ManifestRef) -> pa.Table:
@@ -209,11 +217,16 @@ def inherit(leaf: pa.Table, ref: ManifestRef) -> pa.Table:
     vi = leaf.column("version_info")
     status = pc.struct_field(vi, "status")
     added = pc.equal(status, int(EntryStatus.ADDED))
+    # A leaf written for one commit's new files is all ADDED: then every null is filled (one
+    # kernel instead of three per field).
+    all_added = added.null_count == 0 and pc.all(added).as_py()
 
     def fill(name: str, value: int | None) -> pa.Array:
         col = pc.struct_field(vi, name)
         if value is None or col.null_count == 0:
             return col
+        if all_added:
+            return pc.fill_null(col, pa.scalar(value, pa.int64()))
         return pc.if_else(pc.and_(added, pc.is_null(col)), pa.scalar(value, pa.int64()), col)
 
     new_vi = pa.StructArray.from_arrays(
@@ -242,12 +255,139 @@ def _combine(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     return arr
 
 
-def read_leaves(io: FileIO, md: TableMetadata, refs: Sequence[ManifestRef]) -> list[pa.Table]:
-    """Read leaves in parallel (pyarrow releases the GIL while decoding)."""
+def read_leaves(
+    io: FileIO,
+    md: TableMetadata,
+    refs: Sequence[ManifestRef],
+    columns: Mapping[FileContent, Sequence[str]] | None = None,
+) -> list[pa.Table]:
+    """Read leaves in parallel (pyarrow releases the GIL while decoding); ``columns`` maps a
+    manifest content type to the columns to read from such leaves (default: all)."""
+
+    def one(r: ManifestRef) -> pa.Table:
+        return read_leaf(io, md, r, columns.get(r.content) if columns is not None else None)
+
     if len(refs) <= 1:
-        return [read_leaf(io, md, r) for r in refs]
+        return [one(r) for r in refs]
     with ThreadPoolExecutor(max_workers=min(MAX_LEAF_THREADS, len(refs))) as pool:
-        return list(pool.map(lambda r: read_leaf(io, md, r), refs))
+        return list(pool.map(one, refs))
+
+
+@dataclass(frozen=True)
+class LeafBatch:
+    """Many leaves read as one table: ``leaf[i]`` is the index (into the refs) of row ``i``'s
+    leaf, ``ordinal[i]`` its position in that leaf's file, ``starts[k]`` leaf ``k``'s first row."""
+
+    table: pa.Table
+    leaf: np.ndarray
+    ordinal: np.ndarray
+    starts: np.ndarray
+
+
+def read_leaves_batched(
+    io: FileIO,
+    md: TableMetadata,
+    refs: Sequence[ManifestRef],
+    columns: Mapping[FileContent, Sequence[str]] | None = None,
+) -> LeafBatch:
+    """Read leaves in parallel and concatenate them, then apply inheritance once over all
+    rows. Per-leaf Python work is only the read itself, so planning a thousand leaves costs a
+    thousand Parquet reads plus a handful of vectorized passes (DESIGN: no per-entry loop)."""
+    layout = V4Layout.for_metadata(md)
+
+    def one(r: ManifestRef) -> pa.Table:
+        if r.file_format is FileFormat.AVRO:
+            return _legacy_leaf(io, md, r)  # inherited while decoding
+        expected = "data" if r.content is FileContent.DATA_MANIFEST else "delete"
+        cols = columns.get(r.content) if columns is not None else None
+        return conform(read_v4_manifest(io, r.location, expected=expected, columns=cols), layout)  # type: ignore[arg-type]
+
+    if not refs:
+        empty = layout.arrow_schema.empty_table()
+        z = np.zeros(0, dtype=np.int64)
+        return LeafBatch(empty, z, z, z)
+    if len(refs) == 1:
+        tables = [one(refs[0])]
+    else:
+        with ThreadPoolExecutor(max_workers=min(MAX_LEAF_THREADS, len(refs))) as pool:
+            tables = list(pool.map(one, refs))
+    lengths = np.fromiter((t.num_rows for t in tables), dtype=np.int64, count=len(tables))
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    leaf = np.repeat(np.arange(len(refs), dtype=np.int64), lengths)
+    ordinal = np.arange(int(lengths.sum()), dtype=np.int64) - starts[leaf]
+    big = pa.concat_tables(tables).combine_chunks() if len(tables) > 1 else tables[0]
+    return LeafBatch(_inherit_batched(big, refs, leaf, starts), leaf, ordinal, starts)
+
+
+def _per_row(values: list[int | None], leaf: np.ndarray) -> pa.Array:
+    vals = np.array([v if v is not None else 0 for v in values], dtype=np.int64)[leaf]
+    mask = np.array([v is None for v in values], dtype=bool)[leaf]
+    return pa.array(vals, pa.int64(), mask=mask)
+
+
+def _inherit_batched(
+    big: pa.Table, refs: Sequence[ManifestRef], leaf: np.ndarray, starts: np.ndarray
+) -> pa.Table:
+    """:func:`inherit` for many leaves at once (values come from each row's manifest entry)."""
+    if big.num_rows == 0:
+        return big
+    vi = _combine(big.column("version_info"))
+    status = vi.field(0)
+    added = pc.equal(status, int(EntryStatus.ADDED))
+    children = [status]
+    for i, values in (
+        (1, [r.snapshot_id for r in refs]),
+        (2, [r.sequence_number for r in refs]),
+        (3, [r.sequence_number for r in refs]),
+    ):
+        col = vi.field(i)
+        if col.null_count:
+            col = pc.if_else(pc.and_(added, pc.is_null(col)), _per_row(values, leaf), col)
+        children.append(col)
+    big = big.set_column(
+        big.schema.get_field_index("version_info"),
+        "version_info",
+        pa.StructArray.from_arrays(children, fields=list(vi.type), mask=vi.is_null()),
+    )
+    frid = big.column("first_row_id")
+    if frid.null_count:
+        base = np.array(
+            [
+                r.first_row_id
+                if r.first_row_id is not None and r.content is FileContent.DATA_MANIFEST
+                else -1
+                for r in refs
+            ],
+            dtype=np.int64,
+        )
+        needs = pc.is_null(frid).to_numpy(zero_copy_only=False) & (base[leaf] >= 0)
+        if needs.any():
+            counts = np.where(needs, big.column("record_count").to_numpy(), 0)
+            cs = np.cumsum(counts)
+            before_leaf = (cs - counts)[starts]  # rows reserved by earlier leaves
+            first = base[leaf] + (cs - counts) - before_leaf[leaf]
+            filled = pc.if_else(pa.array(needs), pa.array(first, pa.int64()), frid)
+            big = big.set_column(big.schema.get_field_index("first_row_id"), "first_row_id", filled)
+    return big
+
+
+def mdv_keep_batched(
+    mdvs: dict[str, tuple[int, BitMap]], refs: Sequence[ManifestRef], batch: LeafBatch
+) -> np.ndarray:
+    """Keep-mask over a batch: entries not removed by their leaf's manifest DV."""
+    keep = np.ones(batch.table.num_rows, dtype=bool)
+    lengths = np.diff(np.append(batch.starts, batch.table.num_rows))
+    for k, ref in enumerate(refs):
+        found = mdvs.get(ref.location)
+        if found is None or not len(found[1]):
+            continue
+        ords = np.asarray(found[1].to_array(), dtype=np.int64)
+        if ords[-1] >= lengths[k]:
+            raise InvalidMetadata(
+                f"manifest DV removes ordinal {ords[-1]} of {ref.location}, which has {lengths[k]} entries"
+            )
+        keep[batch.starts[k] + ords] = False
+    return keep
 
 
 # -- manifest DVs ------------------------------------------------------------------------------------

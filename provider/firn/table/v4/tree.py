@@ -57,6 +57,19 @@ def _np_bool(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def file_key(f: DataFile) -> str:
+    """Identity of a tracked file: its location, plus the blob offset for a DV (many DVs live in
+    one Puffin file)."""
+    return f"{f.file_path}#{f.content_offset if f.content_offset is not None else ''}"
+
+
+def entry_keys(table: pa.Table) -> pa.ChunkedArray:
+    """:func:`file_key` for every entry of a content-entry table."""
+    offsets = pc.struct_field(table.column("deletion_vector"), "offset")
+    text = pc.fill_null(pc.cast(offsets, pa.string()), "")
+    return pc.binary_join_element_wise(pc.fill_null(table.column("location"), ""), text, "#")
+
+
 def root_location(md: TableMetadata, snapshot_id: int, attempt: int) -> str:
     import uuid
 
@@ -89,16 +102,18 @@ class RootTreeWriter:
             else [int(FileContent.POSITION_DELETES), int(FileContent.EQUALITY_DELETES)]
         )
         live = _np_bool(live_mask(root))
+        # Several DVs share one Puffin file: entries are identified by location *and* blob offset.
+        root_keys = entry_keys(root)
         at_root = (
             _np_bool(
                 pc.and_(
                     pc.is_in(root.column("content_type"), pa.array(file_types, pa.int32())),
-                    pc.is_in(root.column("location"), pa.array(list(removed), pa.string())),
+                    pc.is_in(root_keys, pa.array(list(removed), pa.string())),
                 )
             )
             & live
         )
-        found = set(root.column("location").filter(pa.array(at_root)).to_pylist())
+        found = set(root_keys.filter(pa.array(at_root)).to_pylist())
         remaining = {p for p in removed if p not in found}
         by_leaf: dict[str, list[int]] = {}
         if not remaining:
@@ -106,7 +121,9 @@ class RootTreeWriter:
         refs = {r.location: r for r in manifest_refs(root) if r.content is manifest_kind}
         # Fast path: planning told us where each file lives (work proportional to the change).
         for path in list(remaining):
-            origin = origins.get(path)
+            origin = (
+                origins.get(removed[path].file_path) if manifest_kind is FileContent.DATA_MANIFEST else None
+            )
             if origin is None or origin[0] not in refs:
                 continue
             leaf, ordinal = origin
@@ -122,11 +139,12 @@ class RootTreeWriter:
             want = pa.array(sorted(remaining), pa.string())
             for ref, leaf in zip(candidates, tables):
                 keep = mdv_keep_mask(mdvs.get(ref.location, (0, None))[1], leaf.num_rows)
-                hit = _np_bool(pc.is_in(leaf.column("location"), want)) & keep & _np_bool(live_mask(leaf))
+                leaf_keys = entry_keys(leaf)
+                hit = _np_bool(pc.is_in(leaf_keys, want)) & keep & _np_bool(live_mask(leaf))
                 if hit.any():
                     ords = np.nonzero(hit)[0]
                     for o in ords:
-                        remaining.discard(leaf.column("location")[int(o)].as_py())
+                        remaining.discard(leaf_keys[int(o)].as_py())
                     by_leaf.setdefault(ref.location, []).extend(int(o) for o in ords)
         if remaining:
             sample = sorted(remaining)[0]
@@ -341,8 +359,8 @@ class RootTreeWriter:
         removed_mask = np.zeros(root.num_rows, dtype=bool)
         by_leaf: dict[str, list[int]] = {}
         for removed, kind in (
-            ({f.file_path: f for f in changes.removed_data}, FileContent.DATA_MANIFEST),
-            ({f.file_path: f for f in changes.removed_deletes}, FileContent.DELETE_MANIFEST),
+            ({file_key(f): f for f in changes.removed_data}, FileContent.DATA_MANIFEST),
+            ({file_key(f): f for f in changes.removed_deletes}, FileContent.DELETE_MANIFEST),
         ):
             if not removed:
                 continue
