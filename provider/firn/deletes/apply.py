@@ -112,6 +112,37 @@ def keep_mask_for(bitmap: PositionBitmap, positions: pa.Array | pa.ChunkedArray,
     return ~deleted[pos]
 
 
+class PositionDeleteFilter:
+    """Keep-masks for the batches of one data file, from its deleted positions.
+
+    The file's deleted-row mask is built once (one C export of the bitmap), not per batch;
+    a batch whose ``_pos`` values are contiguous (no row filter dropped rows before it) takes
+    a slice of it, other batches gather by position.
+    """
+
+    def __init__(self, bitmap: PositionBitmap, num_rows: int) -> None:
+        self._bitmap = bitmap
+        self._deleted = bitmap.deleted_mask(max(num_rows, 0))
+
+    def keep_mask(self, positions: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
+        """True for rows to keep (None: keep every row) of a batch with these ``_pos`` values."""
+        pos = (
+            positions.to_numpy() if isinstance(positions, pa.Array) else positions.combine_chunks().to_numpy()
+        )
+        if not len(pos):
+            return None
+        # Positions within a batch are increasing (rows are read in file order and filtering
+        # keeps the order): the last one is the largest, and the span test means "contiguous".
+        first, last = int(pos[0]), int(pos[-1])
+        if last >= len(self._deleted):
+            # The manifest's record_count understated the file: size the mask to the data.
+            self._deleted = self._bitmap.deleted_mask(last + 1)
+        deleted = self._deleted[first : last + 1] if last - first + 1 == len(pos) else self._deleted[pos]
+        if not deleted.any():
+            return None
+        return ~deleted
+
+
 class EqualityDeletes:
     """The equality deletes applying to one data file, grouped by their equality field ids."""
 
@@ -215,4 +246,10 @@ def _zero_of(t: pa.DataType) -> pa.Scalar:
     return pa.scalar(0, type=pa.int64()).cast(t)
 
 
-__all__ = ["POSITION_DELETE_SCHEMA", "EqualityDeletes", "keep_mask_for", "load_positions"]
+__all__ = [
+    "POSITION_DELETE_SCHEMA",
+    "EqualityDeletes",
+    "PositionDeleteFilter",
+    "keep_mask_for",
+    "load_positions",
+]

@@ -33,7 +33,7 @@ from firn.io.parquet_metrics import (
     parse_metrics_mode,
     split_offsets,
 )
-from firn.io.parquet_read import read_parquet, read_parquet_table
+from firn.io.parquet_read import check_file_schema, read_parquet, read_parquet_table
 from firn.spec.content import DataFile, FileContent, FileFormat, PartitionTuple
 from firn.spec.name_mapping import NameMapping, parse_name_mapping
 from firn.spec.properties import TableProperties
@@ -235,6 +235,7 @@ def metrics_from_parquet_footer(
     Field ids come from the file; a file without them needs ``name_mapping`` (or the table's
     ``schema.name-mapping.default``), else :class:`~firn.errors.ValidationError` naming the file.
     Bounds come from row-group statistics; NaN counts are not in a footer and are left out.
+    A column whose type cannot be read as the table's raises :class:`~firn.errors.InvalidMetadata`.
     """
     in_file = io.new_input(location)
     with in_file.open_arrow() as f:
@@ -254,6 +255,8 @@ def metrics_from_parquet_footer(
                 "'schema.name-mapping.default' or pass a name mapping to register it"
             )
         arrow_schema = apply_name_mapping(arrow_schema, name_mapping)
+    # A column no scan could read as the table's type must not be registered at all.
+    check_file_schema(location, arrow_schema, schema)
     modes = column_metrics_modes(schema, properties, sort_order=sort_order)
     metrics = metrics_from_footer(metadata, schema, modes, arrow_schema=arrow_schema)
     return ParquetWriteResult(

@@ -459,6 +459,58 @@ def _row_group_starts(metadata: pq.FileMetaData) -> list[int]:
     return starts
 
 
+def check_file_schema(
+    location: str, file_schema: pa.Schema, schema: Schema, name_mapping: NameMapping | None = None
+) -> None:
+    """Raise :class:`InvalidMetadata` (naming the file and column) unless every column of
+    ``file_schema`` that maps to a field of ``schema`` can be read as that field's type, by the
+    rules reads apply (same type, an allowed promotion, or another writer's physical form).
+    Checks only the schema, so registering a file (``add_files``) can refuse one that no
+    scan could read before committing it."""
+    resolved = _resolve_ids(file_schema, location, name_mapping, schema)
+    projection = _Projection(location, _build_nodes(resolved), schema, {}, False)  # structure
+
+    def visit(node: _Node, f: NestedField, column: str) -> None:
+        t = f.field_type
+        if isinstance(t, UnknownType):
+            return
+        if isinstance(t, StructType):
+            for c in t.fields:
+                child = node.child(c.field_id)
+                if child is not None:
+                    visit(child, c, f"{column}.{c.name}")
+        elif isinstance(t, ListType):
+            visit(node.children[0], t.element_field, f"{column}.element")
+        elif isinstance(t, MapType):
+            visit(node.children[0], t.key_field, f"{column}.key")
+            visit(node.children[1], t.value_field, f"{column}.value")
+        elif isinstance(t, PrimitiveType):
+            dt = node.field.type
+            if pa.types.is_dictionary(dt):
+                dt = dt.value_type
+            if dt == type_to_arrow(t):
+                return
+            try:
+                file_type = primitive_from_arrow(dt, column)
+            except Unsupported as e:
+                raise InvalidMetadata(str(e), location=location) from None
+            readable = (
+                file_type == t
+                or can_promote(file_type, t, _PROMOTION_FORMAT_VERSION)
+                or _same_values(file_type, t)
+            )
+            if not readable:
+                raise InvalidMetadata(
+                    f"column {column!r} is {file_type} in the file and cannot be read as {t}",
+                    location=location,
+                )
+
+    for f in schema.fields:
+        node = projection.top.get(f.field_id)
+        if node is not None:
+            visit(node, f, f.name)
+
+
 def read_parquet_table(
     io: FileIO,
     location: str,
@@ -499,4 +551,11 @@ def read_parquet_table(
     return schema.empty_table()
 
 
-__all__ = ["DEFAULT_BATCH_SIZE", "POS_COLUMN", "POS_FIELD_ID", "read_parquet", "read_parquet_table"]
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "POS_COLUMN",
+    "POS_FIELD_ID",
+    "check_file_schema",
+    "read_parquet",
+    "read_parquet_table",
+]

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -160,6 +162,54 @@ def snapshot_from_dict(d: Mapping[str, Any], format_version: int) -> Snapshot:
         raise InvalidMetadata(f"snapshot is missing required field {e.args[0]!r}") from None
     except (TypeError, ValueError) as e:
         raise InvalidMetadata(f"invalid snapshot {d.get('snapshot-id')!r}: {e}") from e
+
+
+class _SnapshotParseCache:
+    """Parsed snapshots of recently read tables, reused when a later metadata file of the same
+    table holds an identical snapshot object. Snapshots are immutable, so a refresh after
+    another writer's commit builds only the new ones (DESIGN: commit cost, including a retry's
+    refresh, must not grow with history). Reuse requires the JSON objects to be equal, so a
+    hit is exactly what parsing would have produced."""
+
+    def __init__(self, tables: int = 16) -> None:
+        self.tables = tables
+        self._lock = threading.Lock()
+        self._data: OrderedDict[object, dict[int, tuple[Mapping[str, Any], Snapshot]]] = OrderedDict()
+
+    def for_table(self, key: object) -> dict[int, tuple[Mapping[str, Any], Snapshot]]:
+        with self._lock:
+            table = self._data.get(key)
+            if table is None:
+                table = self._data[key] = {}
+                while len(self._data) > self.tables:
+                    self._data.popitem(last=False)
+            else:
+                self._data.move_to_end(key)
+            return table
+
+
+_parse_cache = _SnapshotParseCache()
+
+
+def _snapshots_from_dicts(raw: Any, v: int, table_key: object) -> tuple[Snapshot, ...]:
+    if not raw:
+        return ()
+    known = _parse_cache.for_table(table_key)
+    seen: dict[int, tuple[Mapping[str, Any], Snapshot]] = {}
+    out = []
+    for d in raw:
+        sid = d.get("snapshot-id") if isinstance(d, dict) else None
+        hit = known.get(sid) if isinstance(sid, int) else None
+        if hit is not None and hit[0] == d:
+            snap = hit[1]
+        else:
+            snap = snapshot_from_dict(d, v)
+        seen[snap.snapshot_id] = (d, snap)
+        out.append(snap)
+    # Keep exactly this file's snapshots: expired ones drop out, the cache stays bounded.
+    known.clear()
+    known.update(seen)
+    return tuple(out)
 
 
 # -- refs, stats, logs ------------------------------------------------------------------------
@@ -371,7 +421,7 @@ def _metadata_from_dict(d: Mapping[str, Any], v: int) -> TableMetadata:
 
     current = d.get("current-snapshot-id")
     current_snapshot_id = int(current) if current is not None and int(current) != -1 else None
-    snapshots = tuple(snapshot_from_dict(s, v) for s in d.get("snapshots") or ())
+    snapshots = _snapshots_from_dicts(d.get("snapshots"), v, (d.get("table-uuid"), v))
     if current_snapshot_id is not None and current_snapshot_id not in {s.snapshot_id for s in snapshots}:
         raise InvalidMetadata(f"current-snapshot-id {current_snapshot_id} is not among the snapshots")
 

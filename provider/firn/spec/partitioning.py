@@ -9,7 +9,7 @@ from typing import Any
 
 from firn.errors import ValidationError
 from firn.spec.schema import Schema
-from firn.spec.transforms import Transform, parse_transform
+from firn.spec.transforms import Transform, UnknownTransform, parse_transform
 from firn.spec.types import IcebergType, NestedField, StructType
 
 # Spec: v1 partition field ids were implicit, starting at 1000 in spec order.
@@ -120,6 +120,18 @@ def _default_name(transform: Transform, source_name: str) -> str:
 PartitionFieldLike = PartitionField | tuple[str, str] | tuple[str, str, str]
 
 
+def parse_known_transform(text: str) -> Transform:
+    """:func:`parse_transform` for transforms a writer will apply: an unknown name (kept
+    verbatim when read from metadata) is an error here, not a field that fails at write time."""
+    transform = parse_transform(text)
+    if isinstance(transform, UnknownTransform):
+        raise ValidationError(
+            f"unknown partition transform {text!r}; use identity, bucket[N], truncate[W], "
+            "year, month, day, hour or void"
+        )
+    return transform
+
+
 def build_partition_spec(
     schema: Schema,
     fields: Iterable[PartitionFieldLike],
@@ -147,7 +159,7 @@ def build_partition_spec(
                 raise ValidationError(
                     f"cannot partition by unknown column {column!r}; columns are {schema.column_names}"
                 )
-            transform = parse_transform(transform_text)
+            transform = parse_known_transform(transform_text)
             if not transform.can_transform(src.field_type):
                 raise ValidationError(
                     f"transform {transform} cannot be applied to {column!r} of type {src.field_type}"
@@ -184,7 +196,10 @@ def validate_spec(spec: PartitionSpec, schema: Schema) -> None:
             raise ValidationError(f"partition field {pf.name!r} duplicates {pf.transform} of {src.name!r}")
         seen.add(key)
         other = schema.find_field_or_none(pf.name)
-        if other is not None and not (pf.transform.is_identity and other.field_id == pf.source_id):
+        # A name may repeat its own source column for identity, and for void: v1 keeps a
+        # removed field as void under its old name (Java's add path checks only the source).
+        same_source = other is not None and other.field_id == pf.source_id
+        if other is not None and not ((pf.transform.is_identity or pf.transform.is_void) and same_source):
             raise ValidationError(
                 f"partition field name {pf.name!r} conflicts with schema column {other.name!r}"
             )
@@ -197,6 +212,7 @@ __all__ = [
     "PartitionField",
     "PartitionSpec",
     "build_partition_spec",
+    "parse_known_transform",
     "parse_transform",
     "validate_spec",
 ]

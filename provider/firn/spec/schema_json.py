@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from firn.errors import InvalidMetadata
+from firn.errors import InvalidMetadata, ValidationError
 from firn.spec import values
 from firn.spec.partitioning import PartitionField, PartitionSpec
 from firn.spec.schema import Schema
 from firn.spec.sorting import NullOrder, SortDirection, SortField, SortOrder
 from firn.spec.transforms import parse_transform
 from firn.spec.types import (
+    MAX_TABLE_FIELD_ID,
     IcebergType,
     ListType,
     MapType,
@@ -129,11 +130,24 @@ def schema_from_json(data: Mapping[str, Any]) -> Schema:
     if not isinstance(data, Mapping):
         raise InvalidMetadata(f"schema must be a JSON object, got {type(data).__name__}")
     fields = [field_from_json(f) for f in _req(data, "fields", "schema")]
-    return Schema(
+    schema = Schema(
         *fields,
         schema_id=int(data.get("schema-id", 0)),
         identifier_field_ids=[int(i) for i in data.get("identifier-field-ids") or ()],
     )
+    # Field ids are how every file is read: a duplicate or reserved id would silently read the
+    # wrong column, so reject them here (where the error can name the file) and not at scan time.
+    try:
+        ids = schema.field_ids
+    except ValidationError as e:
+        raise InvalidMetadata(f"schema {schema.schema_id}: {e}") from None
+    bad = sorted(i for i in ids if i < 0 or i > MAX_TABLE_FIELD_ID)
+    if bad:
+        raise InvalidMetadata(
+            f"schema {schema.schema_id} has field id {bad[0]}; table field ids must be in "
+            f"0..{MAX_TABLE_FIELD_ID} (ids above are reserved for metadata columns)"
+        )
+    return schema
 
 
 # -- partition specs --------------------------------------------------------------------------

@@ -300,11 +300,10 @@ class TruncateTransform(Transform):
         w = self.width
         if isinstance(source, _INTS):
             # Spec note 1: the remainder must be non-negative; Python's % already floors.
-            # Java computes in int/long arithmetic, so results below the type's minimum wrap
-            # (e.g. truncate[10](INT_MIN)); do the same so Python and Arrow paths agree.
-            bits = 32 if isinstance(source, IntegerType) else 64
-            result = value - value % w
-            return ((result + (1 << (bits - 1))) % (1 << bits)) - (1 << (bits - 1))
+            # Exact arithmetic: projections rely on truncate being monotonic, so results below
+            # the type's minimum (truncate[10](INT_MIN)) are not wrapped here. The Arrow path that
+            # computes stored partition values wraps like Java's int arithmetic.
+            return value - value % w
         if isinstance(source, DecimalType):
             # Spec note 2: W applies to the unscaled value at the column's scale.
             unscaled = decimal_unscaled(value, source.scale)

@@ -81,14 +81,16 @@ def new_table_metadata(
     stored). Firn's default is :data:`DEFAULT_FORMAT_VERSION`.
     """
     props = {str(k): str(v) for k, v in (properties or {}).items()}
-    if format_version is None:
-        format_version = int(props[FORMAT_VERSION]) if FORMAT_VERSION in props else DEFAULT_FORMAT_VERSION
-    version = check_format_version(format_version)
+    requested: object = format_version
+    if requested is None:
+        requested = props.get(FORMAT_VERSION, DEFAULT_FORMAT_VERSION)
+    version = check_format_version(requested)
     for key in RESERVED_PROPERTIES:
         props.pop(key, None)
     TableProperties.parse(props)  # reject malformed properties up front
 
     user_schema = to_firn_schema(schema)
+    _ = user_schema.field_ids  # indexing the schema rejects duplicate field ids (ValidationError)
     fresh, last_column_id = assign_fresh_ids(user_schema.with_schema_id(0))
     fresh.validate(version)
 

@@ -81,6 +81,13 @@ def _summary_may_contain(
     return True
 
 
+def _entry_key(f: DataFile) -> str:
+    """Identity of a tracked file for removal: its path, plus the blob offset for a DV, since
+    one Puffin file may hold the DVs of many data files (spec "Deletion Vectors"; Java's
+    ``DeleteFileSet``). Removing one DV must leave the others in that file live."""
+    return f.file_path if f.content_offset is None else f"{f.file_path}#{f.content_offset}"
+
+
 def _ptype(base: TableMetadata, spec_id: int) -> StructType | None:
     from firn.table.planning import partition_type_or_none
 
@@ -177,7 +184,7 @@ class LegacyTreeWriter:
             if not candidates:
                 out.append(m)
                 continue
-            wanted = frozenset(f.file_path for f in candidates)
+            wanted = frozenset(_entry_key(f) for f in candidates)
             cached = self._filtered.get((m.manifest_path, wanted))
             if cached is not None:
                 new_m, hits = cached
@@ -190,15 +197,17 @@ class LegacyTreeWriter:
             entries = read_manifest(
                 ctx.io.new_input(m.manifest_path), m, partition_type=_ptype(base, m.partition_spec_id)
             )
-            hit_paths = frozenset(e.data_file.file_path for e in entries if e.data_file.file_path in wanted)
+            hit_paths = frozenset(
+                _entry_key(e.data_file) for e in entries if _entry_key(e.data_file) in wanted
+            )
             if not hit_paths:
                 self._filtered[(m.manifest_path, wanted)] = (m, hit_paths)
                 out.append(m)
                 continue
             rewritten = [
                 ManifestEntry(
-                    EntryStatus.DELETED if e.data_file.file_path in hit_paths else EntryStatus.EXISTING,
-                    self.producer.snapshot_id if e.data_file.file_path in hit_paths else e.snapshot_id,
+                    EntryStatus.DELETED if _entry_key(e.data_file) in hit_paths else EntryStatus.EXISTING,
+                    self.producer.snapshot_id if _entry_key(e.data_file) in hit_paths else e.snapshot_id,
                     e.sequence_number,
                     e.file_sequence_number,
                     e.data_file,
@@ -302,8 +311,8 @@ class LegacyTreeWriter:
 
         existing_data = [m for m in parent_manifests if m.content is ManifestContent.DATA]
         existing_deletes = [m for m in parent_manifests if m.content is ManifestContent.DELETES]
-        removed_data = {f.file_path: f for f in changes.removed_data}
-        removed_deletes = {f.file_path: f for f in changes.removed_deletes}
+        removed_data = {_entry_key(f): f for f in changes.removed_data}
+        removed_deletes = {_entry_key(f): f for f in changes.removed_deletes}
         data_kept, found_data, replaced_data = self._filter(base, ctx, existing_data, removed_data)
         delete_kept, found_deletes, replaced_deletes = self._filter(
             base, ctx, existing_deletes, removed_deletes

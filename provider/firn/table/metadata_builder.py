@@ -43,6 +43,36 @@ from firn.table.updates import (
     UpgradeFormatVersion,
 )
 
+# TableMetadata's lazily built lookups and the fields they derive from.
+_LOOKUPS = (
+    ("snapshots", "_snapshots_by_id"),
+    ("schemas", "_schemas_by_id"),
+    ("partition_specs", "_specs_by_id"),
+    ("properties", "table_properties"),
+)
+
+
+def evolve(md: TableMetadata, **changes: Any) -> TableMetadata:
+    """``dataclasses.replace`` that hands the base's built lookups to the new metadata when
+    their source fields are unchanged, and extends the snapshot index when one snapshot was
+    appended, so a commit does not rebuild an index over the whole history."""
+    new = replace(md, **changes)
+    cached = md.__dict__
+    for source, lookup in _LOOKUPS:
+        if lookup in cached and source not in changes:
+            new.__dict__[lookup] = cached[lookup]
+    by_id = cached.get("_snapshots_by_id")
+    snapshots = changes.get("snapshots")
+    if (
+        by_id is not None
+        and snapshots is not None
+        and len(snapshots) == len(md.snapshots) + 1
+        and snapshots[-1].snapshot_id not in by_id
+        and snapshots[:-1] == md.snapshots
+    ):
+        new.__dict__["_snapshots_by_id"] = {**by_id, snapshots[-1].snapshot_id: snapshots[-1]}
+    return new
+
 
 class _Builder:
     """Accumulates field changes and applies them once with ``dataclasses.replace``."""
@@ -56,7 +86,7 @@ class _Builder:
         self.added_snapshot_ids: set[int] = set()
 
     def set(self, **changes: Any) -> None:
-        self.md = replace(self.md, **changes)
+        self.md = evolve(self.md, **changes)
 
     def apply(self, u: TableUpdate) -> None:
         md = self.md
@@ -232,7 +262,7 @@ def apply_updates(
         b.apply(u)
     if b.md is base:
         return base
-    return replace(b.md, last_updated_ms=max(timestamp_ms or now_ms(), base.last_updated_ms))
+    return evolve(b.md, last_updated_ms=max(timestamp_ms or now_ms(), base.last_updated_ms))
 
 
 def with_metadata_log(
@@ -246,7 +276,7 @@ def with_metadata_log(
     log = (*metadata.metadata_log, MetadataLogEntry(previous_location, previous.last_updated_ms))
     if len(log) > keep:
         log = log[len(log) - keep :]
-    return replace(metadata, metadata_log=log)
+    return evolve(metadata, metadata_log=log)
 
 
-__all__ = ["apply_updates", "with_metadata_log"]
+__all__ = ["apply_updates", "evolve", "with_metadata_log"]

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from firn.deletes.apply import EqualityDeletes, keep_mask_for, load_positions
+from firn.deletes.apply import EqualityDeletes, PositionDeleteFilter, load_positions
 from firn.expressions import AlwaysTrue, referenced_field_ids, to_arrow_expression
 from firn.io.arrow_schema import schema_to_arrow
 from firn.io.base import FileIO
@@ -84,6 +84,7 @@ def read_task(io: FileIO, task: FileScanTask, plan: ReadPlan) -> Iterator[pa.Rec
     residual = task.residual if task.residual is not None else AlwaysTrue()
     eq = EqualityDeletes(io, plan.table_schema, task.delete_files, plan.name_mapping)
     positions = load_positions(io, f, task.delete_files)
+    position_filter = PositionDeleteFilter(positions, f.record_count) if positions else None
     meta = set(plan.metadata_columns)
     lineage = bool(meta & {"_row_id", "_last_updated_sequence_number"})
 
@@ -96,7 +97,7 @@ def read_task(io: FileIO, task: FileScanTask, plan: ReadPlan) -> Iterator[pa.Rec
         read_schema = Schema(*read_schema.fields, *extra, schema_id=read_schema.schema_id)
     names_by_id = {fid: read_schema.find_column_name(fid) or "" for fid in read_schema.field_ids}
     row_filter = None if isinstance(residual, AlwaysTrue) else to_arrow_expression(residual)
-    include_pos = positions is not None or "_pos" in meta or lineage
+    include_pos = position_filter is not None or "_pos" in meta or lineage
 
     for batch in read_parquet(
         io,
@@ -110,9 +111,10 @@ def read_task(io: FileIO, task: FileScanTask, plan: ReadPlan) -> Iterator[pa.Rec
     ):
         if batch.num_rows == 0:
             continue
-        if positions is not None:
-            keep = keep_mask_for(positions, batch.column("_pos"), max(f.record_count, _max_pos(batch) + 1))
-            batch = batch.filter(pa.array(keep))
+        if position_filter is not None:
+            keep = position_filter.keep_mask(batch.column("_pos"))
+            if keep is not None:
+                batch = batch.filter(pa.array(keep))
         if not eq.is_empty and batch.num_rows:
             keep_eq = eq.keep_mask(batch, names_by_id)
             if keep_eq is not None:
@@ -120,11 +122,6 @@ def read_task(io: FileIO, task: FileScanTask, plan: ReadPlan) -> Iterator[pa.Rec
         if batch.num_rows == 0:
             continue
         yield _finish(batch, task, plan, meta)
-
-
-def _max_pos(batch: pa.RecordBatch) -> int:
-    mm = pc.max(batch.column("_pos")).as_py()
-    return int(mm) if mm is not None else -1
 
 
 def _finish(batch: pa.RecordBatch, task: FileScanTask, plan: ReadPlan, meta: set[str]) -> pa.RecordBatch:

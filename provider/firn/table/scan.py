@@ -55,8 +55,8 @@ class DataScan:
     ) -> None:
         if sum(x is not None for x in (snapshot_id, ref, as_of)) > 1:
             raise ValidationError("choose at most one of snapshot_id, ref and as_of")
-        if limit is not None and limit < 0:
-            raise ValidationError(f"limit must be >= 0, got {limit}")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+            raise ValidationError(f"limit must be an integer >= 0, got {limit!r}")
         self.table = table
         self.metadata = table.metadata
         self.row_filter = to_expression(filter)
@@ -131,7 +131,7 @@ class DataScan:
         text = self.metadata.table_properties.name_mapping_json
         return parse_name_mapping(text) if text else None
 
-    def plan_files(self) -> list[FileScanTask]:
+    def plan_files(self) -> Sequence[FileScanTask]:
         """The data files to read, each with its delete files and residual filter."""
         snap = self.snapshot
         if snap is None:

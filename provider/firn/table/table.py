@@ -23,8 +23,13 @@ if TYPE_CHECKING:
 
     from firn.catalog.base import Catalog, Identifier
     from firn.expressions import BooleanExpression
+    from firn.maintenance import TableMaintenance
+    from firn.table.actions.manage_snapshots import ManageSnapshots
+    from firn.table.actions.row_delta import RowDelta
     from firn.table.actions.update_schema import UpdateSchema
     from firn.table.actions.update_spec import UpdateSpec
+    from firn.table.actions.upsert import UpsertResult
+    from firn.table.changes import SnapshotChanges
     from firn.table.scan import DataScan
 
 
@@ -215,6 +220,10 @@ class Table:
 
     def _commit(self, action: Any) -> Snapshot | None:
         result: CommitResult = Transaction(self).add_action(action).commit()
+        # The action's own snapshot (on a branch, or staged, it is not main's current one).
+        made: Snapshot | None = getattr(action, "last_snapshot", None)
+        if made is not None and self.metadata.snapshot_by_id(made.snapshot_id) is not None:
+            return self.metadata.snapshot_by_id(made.snapshot_id)
         return self.metadata.snapshot_by_id(result.snapshot_id) if result.snapshot_id is not None else None
 
     def append(
@@ -223,14 +232,19 @@ class Table:
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
+        stage_only: bool = False,
     ) -> Snapshot | None:
         """Write ``data`` as Parquet files (partitioned, split by target size) and commit one
-        ``append`` snapshot. Returns the new snapshot (None when ``data`` is empty)."""
+        ``append`` snapshot. Returns the new snapshot (None when ``data`` is empty).
+
+        ``stage_only=True`` adds the snapshot without moving any branch (write-audit-publish):
+        publish it later with ``manage_snapshots().cherry_pick(snapshot.snapshot_id)``."""
         from firn.table.actions.write import append_action
 
         action = append_action(self, data, branch=branch, snapshot_properties=snapshot_properties)
         if action is None:
             return None
+        action.stage_only = stage_only
         return self._commit_writing(action)
 
     def add_files(
@@ -262,12 +276,14 @@ class Table:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Snapshot | None:
-        """Replace the rows matching ``filter`` (default: all rows) with ``data`` in one snapshot."""
+        """Replace the rows matching ``filter`` (default: all rows) with ``data`` in one snapshot
+        (None, and no commit, when nothing matched and ``data`` is empty)."""
         from firn.table.actions.write import overwrite_action
 
-        return self._commit_writing(
-            overwrite_action(self, data, filter, branch=branch, snapshot_properties=snapshot_properties)
-        )
+        action = overwrite_action(self, data, filter, branch=branch, snapshot_properties=snapshot_properties)
+        if action.is_noop:  # no rows matched and no rows given: no empty snapshot
+            return None
+        return self._commit_writing(action)
 
     def delete(
         self,
@@ -278,12 +294,57 @@ class Table:
     ) -> Snapshot | None:
         """Delete the rows matching ``filter``. Whole files the filter covers are dropped; the
         rest are handled per ``write.delete.mode`` (copy-on-write rewrites them, merge-on-read
-        writes deletion vectors / position deletes)."""
+        writes deletion vectors / position deletes). Returns the new snapshot, or None (and
+        commits nothing) when no row matched."""
         from firn.table.actions.write import delete_action
 
-        return self._commit_writing(
-            delete_action(self, filter, branch=branch, snapshot_properties=snapshot_properties)
+        action = delete_action(self, filter, branch=branch, snapshot_properties=snapshot_properties)
+        if action.is_noop:  # no rows matched: no empty snapshot
+            return None
+        return self._commit_writing(action)
+
+    def row_delta(
+        self, *, branch: str = MAIN_BRANCH, snapshot_properties: Mapping[str, str] | None = None
+    ) -> RowDelta:
+        """A builder adding data files and delete files (DVs, position and equality deletes)
+        in one commit: ``table.row_delta().add_rows(df).delete_rows_at(path, [0, 5]).commit()``."""
+        from firn.table.actions.row_delta import RowDelta
+
+        return RowDelta(self, branch=branch, snapshot_properties=snapshot_properties)
+
+    def upsert(
+        self,
+        data: pa.Table,
+        join_cols: Sequence[str] | None = None,
+        *,
+        when_matched_update_all: bool = True,
+        when_not_matched_insert_all: bool = True,
+        skip_unchanged_rows: bool = True,
+        case_sensitive: bool = True,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> UpsertResult:
+        """Update the rows whose ``join_cols`` values (default: the identifier fields) match a
+        row of ``data`` and insert the rest, in one snapshot. Matched rows are deleted per
+        ``write.merge.mode`` (copy-on-write or merge-on-read); nulls in join columns never
+        match; duplicate keys in ``data`` raise ``ValidationError``. With
+        ``skip_unchanged_rows``, matched rows whose values are identical are left alone."""
+        from firn.table.actions.upsert import upsert_action
+
+        action, result = upsert_action(
+            self,
+            data,
+            join_cols,
+            when_matched_update_all=when_matched_update_all,
+            when_not_matched_insert_all=when_not_matched_insert_all,
+            skip_unchanged_rows=skip_unchanged_rows,
+            case_sensitive=case_sensitive,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
         )
+        if action is not None:
+            self._commit_writing(action)
+        return result
 
     def _commit_writing(self, action: Any) -> Snapshot | None:
         """Commit an action that wrote data files first; delete them if the commit fails."""
@@ -300,6 +361,39 @@ class Table:
                 with contextlib.suppress(Exception):
                     self.io.delete_many(written)
             raise
+
+    # -- branches, tags and history -------------------------------------------------------------
+    def manage_snapshots(self) -> ManageSnapshots:
+        """A builder for branch/tag changes, rollback, set-current, cherry-pick and fast-forward,
+        committed together by ``.commit()`` (or on leaving a ``with`` block)."""
+        from firn.table.actions.manage_snapshots import ManageSnapshots
+
+        return ManageSnapshots(self)
+
+    # -- maintenance and change detection ------------------------------------------------------
+    @property
+    def maintenance(self) -> TableMaintenance:
+        """Maintenance operations (``flush_root``, ...), each with ``plan()`` and ``commit()``."""
+        from firn.maintenance import TableMaintenance
+
+        return TableMaintenance(self)
+
+    def changes(
+        self, from_snapshot_id: int | None, to_snapshot_id: int | None = None
+    ) -> list[SnapshotChanges]:
+        """Files added and removed by each snapshot after ``from_snapshot_id`` up to
+        ``to_snapshot_id`` (default: current), oldest first. ``to`` must descend from ``from``.
+
+        For V4 snapshots this reads only their roots and the leaves they changed."""
+        from firn.table.changes import snapshot_changes, snapshots_between
+
+        to_id = to_snapshot_id if to_snapshot_id is not None else self.metadata.current_snapshot_id
+        if to_id is None:
+            return []
+        return [
+            snapshot_changes(self.io, self.metadata, s)
+            for s in snapshots_between(self.metadata, from_snapshot_id, to_id)
+        ]
 
     # -- evolution ----------------------------------------------------------------------------------
     def update_schema(

@@ -23,16 +23,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from firn.errors import Unsupported, ValidationError
-from firn.io.arrow_schema import arrow_scalar_to_internal, cast_to_schema, storage
+from firn.io.arrow_schema import FIELD_ID_KEY, arrow_scalar_to_internal, cast_to_schema, storage
 from firn.io.base import FileIO
 from firn.io.parquet import ParquetWriteResult, write_parquet_file
 from firn.spec.content import DataFile, PartitionTuple
+from firn.spec.field_ids import LAST_UPDATED_SEQUENCE_NUMBER_COLUMN_ID, ROW_ID_COLUMN_ID
 from firn.spec.partitioning import PartitionSpec
-from firn.spec.properties import WRITE_DATA_PATH, TableProperties
+from firn.spec.properties import METRICS_MODE_COLUMN_PREFIX, WRITE_DATA_PATH, TableProperties
 from firn.spec.schema import Schema
 from firn.spec.sorting import NullOrder, SortDirection, SortOrder
 from firn.spec.table_metadata import TableMetadata
-from firn.spec.types import StructType
+from firn.spec.types import LONG, NestedField, StructType
 
 # Files written concurrently by one call; pyarrow releases the GIL while encoding.
 MAX_WRITE_THREADS = 8
@@ -127,6 +128,51 @@ def _group_rows(data: pa.Table, keys: list[pa.Array]) -> tuple[pa.Table, list[tu
     return reordered, spans, grouped.select(names)
 
 
+def partition_rows(
+    data: pa.Table, schema: Schema, spec: PartitionSpec
+) -> list[tuple[PartitionTuple, pa.Table]]:
+    """Split rows (already cast to ``schema``, which must hold the spec's source columns) into
+    one table per partition tuple of ``spec``; an unpartitioned spec gives one group."""
+    if not spec.fields:
+        return [((), data)]
+    partition_type = spec.partition_type(schema)
+    reordered, spans, key_rows = _group_rows(data, _partition_keys(data, schema, spec))
+    return [
+        (
+            tuple(
+                arrow_scalar_to_internal(pt.field_type, key_rows.column(j)[i])
+                for j, pt in enumerate(partition_type.fields)
+            ),
+            reordered.slice(offset, length),
+        )
+        for i, (offset, length) in enumerate(spans)
+    ]
+
+
+# Spec "Row Lineage": the reserved columns a row-moving writer copies into new files.
+LINEAGE_FIELDS = {
+    "_row_id": NestedField(ROW_ID_COLUMN_ID, "_row_id", LONG, False),
+    "_last_updated_sequence_number": NestedField(
+        LAST_UPDATED_SEQUENCE_NUMBER_COLUMN_ID, "_last_updated_sequence_number", LONG, False
+    ),
+}
+
+
+def _with_lineage(
+    data: pa.Table, source: pa.Table, schema: Schema, props: TableProperties, names: list[str]
+) -> tuple[pa.Table, Schema, TableProperties]:
+    """Append the lineage columns (as int64 with reserved ids) after the table columns; they
+    get no column metrics (they are not table columns, and pruning never uses them)."""
+    fields = [LINEAGE_FIELDS[n] for n in names]
+    for f in fields:
+        data = data.append_column(
+            pa.field(f.name, pa.int64(), True, {FIELD_ID_KEY: str(f.field_id).encode()}),
+            source.column(f.name).cast(pa.int64()),
+        )
+    no_metrics = {f"{METRICS_MODE_COLUMN_PREFIX}{n}": "none" for n in names}
+    return data, Schema(*schema.fields, *fields), TableProperties.parse({**props.raw, **no_metrics})
+
+
 def _sort(data: pa.Table, schema: Schema, order: SortOrder) -> pa.Table:
     """Sort rows by a sort order (transforms applied), with per-field direction and null order."""
     columns: dict[str, Any] = {}
@@ -170,6 +216,7 @@ def write_data_files(
     spec: PartitionSpec | None = None,
     location_provider: LocationProvider | None = None,
     sort: bool = False,
+    lineage: bool = False,
 ) -> list[DataFile]:
     """Write ``table`` as Parquet data files of ``metadata``'s current schema and ``spec``.
 
@@ -178,6 +225,10 @@ def write_data_files(
     ``sort_order_id`` is left unset. Files are named ``<uuid>-<n>.parquet`` under
     ``<data dir>/<partition path>/``. Returns one ``DataFile`` per written file (none for
     empty input). If any file fails to write, the files already written are deleted.
+
+    ``lineage=True`` (v3+ writers that move rows, spec "Row Lineage"): ``table`` may also hold
+    ``_row_id`` / ``_last_updated_sequence_number`` columns, which are written with their
+    reserved field ids (nulls are inherited on read).
     """
     schema = metadata.schema()
     spec = spec if spec is not None else metadata.spec()
@@ -185,7 +236,13 @@ def write_data_files(
     provider = (
         location_provider if location_provider is not None else DefaultLocationProvider.for_table(metadata)
     )
-    data = cast_to_schema(table, schema)
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    lineage_columns = [n for n in LINEAGE_FIELDS if lineage and n in table.column_names]
+    data = cast_to_schema(table.drop_columns(lineage_columns), schema)
+    write_schema = schema
+    if lineage_columns:
+        data, write_schema, props = _with_lineage(data, table, schema, props, lineage_columns)
     if data.num_rows == 0:
         return []
     order = metadata.sort_order() if sort else None
@@ -219,7 +276,7 @@ def write_data_files(
             tasks.append(_Task(provider.new_data_location(name, path), rows.slice(start, count), partition))
 
     def run(task: _Task) -> ParquetWriteResult:
-        return write_parquet_file(io, task.location, task.rows, schema, props, sort_order=order)
+        return write_parquet_file(io, task.location, task.rows, write_schema, props, sort_order=order)
 
     results = _run_all(io, tasks, run)
     sort_order_id = order.order_id if order is not None else None
@@ -249,4 +306,11 @@ def _run_all(io: FileIO, tasks: Sequence[_Task], run: Any) -> list[ParquetWriteR
     return results
 
 
-__all__ = ["DATA_DIR", "DefaultLocationProvider", "LocationProvider", "write_data_files"]
+__all__ = [
+    "DATA_DIR",
+    "LINEAGE_FIELDS",
+    "DefaultLocationProvider",
+    "LocationProvider",
+    "partition_rows",
+    "write_data_files",
+]

@@ -730,14 +730,15 @@ def test_human_strings_match_pyiceberg_for_time_transforms() -> None:
     assert dt.date(1970, 1, 1) + dt.timedelta(days=17486) == dt.date(2017, 11, 16)
 
 
-def test_truncate_int_min_wraps_like_java_in_python_and_arrow() -> None:
-    # Java truncates in int arithmetic, so INT_MIN - 2 wraps; both code paths must agree.
+def test_truncate_near_int_min_exact_in_python_wrapped_in_arrow_like_java() -> None:
+    # Stored partition values come from the Arrow path, which wraps in int arithmetic as Java
+    # does; the scalar path stays exact so inclusive projections never prune matching files.
     import pyarrow as pa
 
     from firn.spec.transforms import TruncateTransform
     from firn.spec.types import INT
 
     t = TruncateTransform(10)
-    expected = t.apply(INT, -(2**31))
-    assert expected == 2147483646
-    assert t.apply_arrow(INT, pa.array([-(2**31)], pa.int32())).to_pylist() == [expected]
+    assert t.apply(INT, -(2**31)) == -(2**31) - 2
+    assert t.apply_arrow(INT, pa.array([-(2**31)], pa.int32())).to_pylist() == [2147483646]
+    assert t.apply(INT, -15) == -20 and t.apply_arrow(INT, pa.array([-15], pa.int32())).to_pylist() == [-20]

@@ -10,6 +10,9 @@ one, the operation fails with :class:`ValidationConflict` when
   resurrect the deleted rows;
 * (both levels) a concurrent commit added a DV for a data file this operation adds a DV for
   (at most one DV per data file);
+* (both levels) a concurrent commit removed a data file that this operation's new position
+  deletes or DVs refer to (``required_data_files``; Java ``validateDataFilesExist``) — e.g. a
+  compaction moved its rows elsewhere, so the deletes would no longer apply;
 * (``serializable`` only) a concurrent commit added data files that may match this
   operation's conflict-detection filter.
 
@@ -30,6 +33,11 @@ from firn.table.changes import snapshot_changes, snapshots_between
 from firn.table.planning import partition_type_or_none
 from firn.table.producer import Changes, SnapshotProducer
 from firn.table.transaction import CommitContext
+
+
+def _file_key(f: DataFile) -> str:
+    # DVs sharing one Puffin file are distinct entries (spec "Deletion Vectors").
+    return f.file_path if f.content_offset is None else f"{f.file_path}#{f.content_offset}"
 
 
 class OverwriteFiles(SnapshotProducer):
@@ -53,6 +61,7 @@ class OverwriteFiles(SnapshotProducer):
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
         written_files: Sequence[str] = (),
+        required_data_files: Sequence[str] = (),
     ) -> None:
         super().__init__(branch=branch, snapshot_properties=snapshot_properties)
         self.starting_snapshot_id = starting_snapshot_id
@@ -66,12 +75,19 @@ class OverwriteFiles(SnapshotProducer):
         self.validate_deletes_for = (
             list(validate_deletes_for) if validate_deletes_for is not None else list(removed_data)
         )
+        # Data files that added position deletes / DVs refer to: they must still exist.
+        self.required_data_files = set(required_data_files)
         self.fixed_operation = operation
         self.data_sequence_number = data_sequence_number
         self._written = list(written_files)
 
     def written_data_files(self) -> list[str]:
         return list(self._written)
+
+    @property
+    def is_noop(self) -> bool:
+        """Nothing to add or remove (e.g. a delete that matched no rows): no snapshot needed."""
+        return not (self.added_data or self.removed_data or self.added_deletes or self.removed_deletes)
 
     def operation_for(self, changes: Changes) -> Operation:
         if self.fixed_operation is not None:
@@ -104,18 +120,25 @@ class OverwriteFiles(SnapshotProducer):
                 f"cannot validate: the branch no longer descends from snapshot {self.starting_snapshot_id} "
                 "(rolled back or replaced concurrently)"
             ) from None
-        removed_paths = {f.file_path for f in (*self.removed_data, *self.removed_deletes)}
+        removed_paths = {_file_key(f) for f in (*self.removed_data, *self.removed_deletes)}
         protected = {f.file_path: f for f in self.validate_deletes_for}
         dv_targets = {f.referenced_data_file for f in self.added_deletes if f.is_dv}
         matcher = self._matcher(base) if self.isolation_level is IsolationLevel.SERIALIZABLE else None
         for snap in concurrent:
             ch = snapshot_changes(ctx.io, base, snap)
-            gone = removed_paths & {f.file_path for f in (*ch.removed_data_files, *ch.removed_delete_files)}
+            gone = removed_paths & {_file_key(f) for f in (*ch.removed_data_files, *ch.removed_delete_files)}
             if gone:
                 raise ValidationConflict(
                     f"concurrent snapshot {snap.snapshot_id} ({ch.operation}) already removed "
                     f"{len(gone)} file(s) this operation replaces, e.g. {sorted(gone)[0]}"
                 )
+            if self.required_data_files:
+                dropped = self.required_data_files & {f.file_path for f in ch.removed_data_files}
+                if dropped:
+                    raise ValidationConflict(
+                        f"concurrent snapshot {snap.snapshot_id} ({ch.operation}) removed data file "
+                        f"{sorted(dropped)[0]} that this operation's position deletes refer to"
+                    )
             for d in ch.added_delete_files:
                 hit = self._delete_hits(d, protected, base)
                 if hit is not None:

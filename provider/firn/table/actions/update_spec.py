@@ -11,7 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from firn.errors import ValidationConflict, ValidationError
-from firn.spec.partitioning import PartitionField, PartitionSpec, _default_name, validate_spec
+from firn.spec.partitioning import (
+    PartitionField,
+    PartitionSpec,
+    _default_name,
+    parse_known_transform,
+    validate_spec,
+)
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.transforms import Transform, parse_transform
 from firn.table.transaction import CommitContext
@@ -54,7 +60,7 @@ class UpdateSpec:
         src = schema.find_field_or_none(source_column, case_sensitive=self._case_sensitive)
         if src is None:
             raise ValidationError(f"cannot partition by unknown column {source_column!r}")
-        t = parse_transform(transform) if isinstance(transform, str) else transform
+        t = parse_known_transform(transform) if isinstance(transform, str) else transform
         if not t.can_transform(src.field_type):
             raise ValidationError(f"transform {t} cannot apply to {source_column!r} of type {src.field_type}")
         for f in self._fields:

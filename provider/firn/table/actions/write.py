@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,17 +25,25 @@ from firn.expressions import (
     evaluate,
 )
 from firn.expressions.projection import partition_struct, project_strict
-from firn.spec.content import DataFile, FileContent
+from firn.spec.content import DataFile
 from firn.spec.partitioning import PartitionSpec
-from firn.spec.properties import RowLevelMode
+from firn.spec.properties import (
+    DEFAULT_NAME_MAPPING,
+    METRICS_MODE_COLUMN_PREFIX,
+    RowLevelMode,
+    TableProperties,
+)
 from firn.spec.snapshots import MAIN_BRANCH, Operation
+from firn.spec.table_metadata import TableMetadata
 from firn.spec.versions import MIN_FORMAT_VERSION_ROW_LEVEL_DELETES
 from firn.table.actions.append import AppendFiles
 from firn.table.actions.overwrite import OverwriteFiles
 from firn.table.planning import FileScanTask, partition_type_or_none
 from firn.table.reader import ReadPlan, read_task
 from firn.table.scan import DataScan, to_expression
-from firn.table.writer import write_data_files
+from firn.table.transaction import CommitContext
+from firn.table.updates import SetProperties, TableRequirement, TableUpdate
+from firn.table.writer import LINEAGE_FIELDS, write_data_files
 
 if TYPE_CHECKING:
     from firn.table.table import Table
@@ -66,13 +74,18 @@ def append_action(
 
 
 def _partition_from_bounds(spec: PartitionSpec, table: Table, f: DataFile) -> tuple[object, ...]:
-    """Infer a registered file's partition tuple: each transform must map the column's lower and
-    upper bound to the same value (as PyIceberg and Spark's add_files do)."""
+    """Infer a registered file's partition tuple from its column bounds (as PyIceberg and
+    Spark's add_files do): each transform must map the lower and upper bound to the same value.
+    Bounds say nothing about the values between them under a transform that does not preserve
+    order (bucket), so there the bounds must be equal."""
     from firn.spec import values
 
     schema = table.schema()
     out: list[object] = []
     for pf in spec.fields:
+        if pf.transform.is_void:
+            out.append(None)
+            continue
         src = schema.find_field(pf.source_id)
         lo = (f.lower_bounds or {}).get(pf.source_id)
         hi = (f.upper_bounds or {}).get(pf.source_id)
@@ -83,8 +96,16 @@ def _partition_from_bounds(spec: PartitionSpec, table: Table, f: DataFile) -> tu
             raise ValidationError(
                 f"cannot register {f.file_path}: no statistics for partition source column {src.name!r}"
             )
-        a = pf.transform.apply(src.field_type, values.from_bytes(src.field_type, lo))
-        b = pf.transform.apply(src.field_type, values.from_bytes(src.field_type, hi))
+        low = values.from_bytes(src.field_type, lo)
+        high = values.from_bytes(src.field_type, hi)
+        if low != high and not pf.transform.preserves_order:
+            raise ValidationError(
+                f"cannot register {f.file_path}: partition field {pf.name!r} ({pf.transform}) does not "
+                f"preserve order, so column {src.name!r} must hold a single value to infer the "
+                f"partition; it ranges over {low!r} .. {high!r}"
+            )
+        a = pf.transform.apply(src.field_type, low)
+        b = pf.transform.apply(src.field_type, high)
         if a != b:
             raise ValidationError(
                 f"cannot register {f.file_path}: it spans several partitions of {pf.name!r} "
@@ -98,6 +119,24 @@ def _partition_from_bounds(spec: PartitionSpec, table: Table, f: DataFile) -> tu
     return tuple(out)
 
 
+class _RegisterFiles(AppendFiles):
+    """``add_files``: an append that also sets ``schema.name-mapping.default`` (built from the
+    schema the files were read with) when the table has none, so files without Iceberg field
+    ids stay readable (as PyIceberg's add_files does)."""
+
+    def __init__(self, files: Sequence[DataFile], *, name_mapping: str, **kwargs: Any) -> None:
+        super().__init__(files, **kwargs)
+        self.name_mapping = name_mapping
+
+    def apply(
+        self, base: TableMetadata, ctx: CommitContext
+    ) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        updates, requirements = super().apply(base, ctx)
+        if base.table_properties.name_mapping_json is None:
+            updates = [SetProperties({DEFAULT_NAME_MAPPING: self.name_mapping}), *updates]
+        return updates, requirements
+
+
 def add_files_action(
     table: Table,
     paths: Sequence[str],
@@ -107,25 +146,44 @@ def add_files_action(
     snapshot_properties: Mapping[str, str] | None = None,
 ) -> AppendFiles:
     from firn.io.parquet import metrics_from_parquet_footer
+    from firn.spec.name_mapping import create_mapping_from_schema, parse_name_mapping
 
     if len(set(paths)) != len(paths):
         raise ValidationError("add_files was given the same path twice")
     md = table.metadata
+    schema = md.schema()
     if check_duplicate_files and paths:
         wanted = set(paths)
         present = {t.file.file_path for t in DataScan(table, ref=_ref_or_none(table, branch)).plan_files()}
         dupes = sorted(wanted & present)
         if dupes:
             raise AlreadyExists(f"{len(dupes)} file(s) are already in {table.name}, e.g. {dupes[0]}")
+    existing_mapping = md.table_properties.name_mapping_json
+    mapping = (
+        parse_name_mapping(existing_mapping)
+        if existing_mapping is not None
+        else create_mapping_from_schema(schema)
+    )
     spec = md.spec()
+    props = md.table_properties
+    if spec.fields:
+        # Partition inference needs the exact bounds of the source columns, not truncated ones.
+        full = {
+            f"{METRICS_MODE_COLUMN_PREFIX}{schema.find_column_name(pf.source_id)}": "full"
+            for pf in spec.fields
+            if not pf.transform.is_void
+        }
+        props = TableProperties.parse({**props.raw, **full})
     files = []
     for p in paths:
-        result = metrics_from_parquet_footer(table.io, p, md.schema(), md.table_properties)
+        result = metrics_from_parquet_footer(table.io, p, schema, props, name_mapping=mapping)
         f = result.to_data_file(spec_id=spec.spec_id)
         if spec.fields:
             f = f.evolve(partition=_partition_from_bounds(spec, table, f))
         files.append(f)
-    return AppendFiles(files, branch=branch, snapshot_properties=snapshot_properties)
+    return _RegisterFiles(
+        files, name_mapping=mapping.to_json(), branch=branch, snapshot_properties=snapshot_properties
+    )
 
 
 @dataclass
@@ -154,12 +212,11 @@ def _strict_partition(table: Table, expr: BooleanExpression) -> dict[int, Partit
 
 
 def _file_scoped_deletes(task: FileScanTask) -> list[DataFile]:
-    """Delete files that only refer to this task's data file (removed along with it)."""
-    return [
-        d
-        for d in task.delete_files
-        if d.content is FileContent.POSITION_DELETES and d.referenced_data_file == task.file.file_path
-    ]
+    """Delete files that only refer to this task's data file (removed along with it): DVs and
+    position delete files whose ``referenced_data_file`` or ``file_path`` bounds name it."""
+    from firn.deletes.writers import referenced_data_file_of
+
+    return [d for d in task.delete_files if referenced_data_file_of(d) == task.file.file_path]
 
 
 def match_rows(table: Table, expr: BooleanExpression, branch: str) -> RowDeletePlan:
@@ -174,11 +231,13 @@ def match_rows(table: Table, expr: BooleanExpression, branch: str) -> RowDeleteP
     bound = bind(schema, expr)
     strict_metrics = StrictMetricsEvaluator(schema, expr)
     strict_parts = _strict_partition(table, expr)
+    # v3: carry row lineage so rewritten survivors keep their _row_id (spec "Row Lineage").
+    meta = ("_pos", *LINEAGE_FIELDS) if table.metadata.tracks_row_lineage else ("_pos",)
     read_plan = ReadPlan(
         table_schema=schema,
         projection=schema,
-        metadata_columns=("_pos",),
-        output_order=(*(f.name for f in schema.fields), "_pos"),
+        metadata_columns=meta,
+        output_order=(*(f.name for f in schema.fields), *meta),
         specs=dict(table.metadata.specs),
         name_mapping=scan.name_mapping,
     )
@@ -212,18 +271,27 @@ def match_rows(table: Table, expr: BooleanExpression, branch: str) -> RowDeleteP
 
 
 def _copy_on_write(table: Table, plan: RowDeletePlan) -> list[DataFile]:
-    """Rewrite partially matching files with their surviving rows (same spec and partition)."""
+    """Rewrite partially matching files with their surviving rows (same spec and partition).
+
+    Spec "Row Lineage": moved rows keep their non-null ``_row_id`` and, being unmodified, their
+    ``_last_updated_sequence_number``; both are written into the new files (v3+).
+    """
     added: list[DataFile] = []
     schema = table.schema()
     names = [f.name for f in schema.fields]
     try:
         for task, rows in plan.partial:
-            survivors = rows.filter(pc.invert(rows.column("__match"))).select(names)
+            keep = names + [n for n in LINEAGE_FIELDS if n in rows.column_names]
+            survivors = rows.filter(pc.invert(rows.column("__match"))).select(keep)
             plan.removed_data.append(task.file)
             plan.removed_deletes.extend(_file_scoped_deletes(task))
             if survivors.num_rows:
                 spec = table.metadata.spec_by_id(task.file.spec_id)
-                added.extend(write_data_files(table.io, table.metadata, survivors, spec=spec))
+                added.extend(
+                    write_data_files(
+                        table.io, table.metadata, survivors, spec=spec, lineage=len(keep) > len(names)
+                    )
+                )
     except BaseException:
         table.io.delete_many([f.file_path for f in added])
         raise
@@ -237,6 +305,8 @@ def delete_action(
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
 ) -> OverwriteFiles:
+    if filter is None:  # destructive operations are safe by default: never "all rows" by omission
+        raise ValidationError("delete needs a filter; pass 'true' to delete every row")
     expr = to_expression(filter)
     md = table.metadata
     props = md.table_properties
@@ -260,6 +330,7 @@ def delete_action(
             branch=branch,
             snapshot_properties=snapshot_properties,
             written_files=written,
+            required_data_files=[t.file.file_path for t, _ in plan.partial],
         )
     added = _copy_on_write(table, plan)
     return OverwriteFiles(

@@ -1,0 +1,120 @@
+"""Shared helpers for the side-by-side benchmarks in ``bench/`` (not a benchmark itself).
+
+Every benchmark runs Firn and its peer in one process and prints medians, ratios and the
+issue's target next to them; nothing here asserts timings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import statistics
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+BENCH_DIR = Path(__file__).resolve().parent
+CACHE_DIR = BENCH_DIR / ".cache"  # gitignored; cached generated tables live here
+
+
+def quiet_peers() -> None:
+    """Silence PyIceberg's per-call warnings (they would dominate the output, not the timings)."""
+    warnings.filterwarnings("ignore")
+    logging.getLogger("pyiceberg").setLevel(logging.ERROR)
+
+
+@contextlib.contextmanager
+def workdir(name: str, keep: bool = False) -> Iterator[Path]:
+    """A fresh temporary directory for one benchmark run (removed afterwards unless ``keep``)."""
+    path = Path(tempfile.mkdtemp(prefix=f"firn-bench-{name}-"))
+    try:
+        yield path
+    finally:
+        if keep:
+            print(f"(kept {path})")
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def firn_catalog(root: Path, name: str = "firn") -> Any:
+    """A Firn SQL catalog on SQLite with a local warehouse, namespace ``db`` created."""
+    import firn
+
+    catalog = firn.load_catalog(f"sqlite:///{root}/{name}.db", warehouse=str(root / f"{name}-warehouse"))
+    with contextlib.suppress(Exception):
+        catalog.create_namespace("db")
+    return catalog
+
+
+def pyiceberg_catalog(root: Path, name: str = "pyiceberg") -> Any:
+    """A PyIceberg ``SqlCatalog`` on SQLite with a local warehouse, namespace ``db`` created."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    (root / f"{name}-warehouse").mkdir(parents=True, exist_ok=True)
+    catalog = SqlCatalog(name, uri=f"sqlite:///{root}/{name}.db", warehouse=f"file://{root}/{name}-warehouse")
+    with contextlib.suppress(Exception):
+        catalog.create_namespace("db")
+    return catalog
+
+
+def timed(fn: Callable[[], T]) -> tuple[float, T]:
+    """(seconds, result) of one call."""
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.1f} ms"
+
+
+def verdict(met: bool) -> str:
+    return "MET" if met else "MISSED"
+
+
+def files_under(path: Path) -> dict[str, int]:
+    """Relative path -> size in bytes of every file below ``path``."""
+    out: dict[str, int] = {}
+    if not path.exists():
+        return out
+    for dirpath, _dirs, names in os.walk(path):
+        for n in names:
+            p = Path(dirpath) / n
+            out[str(p.relative_to(path))] = p.stat().st_size
+    return out
+
+
+def new_files(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {p: s for p, s in after.items() if p not in before}
+
+
+def local_path(uri: str) -> Path:
+    """A ``file://`` URI or plain path as a local path."""
+    return Path(uri[len("file://") :] if uri.startswith("file://") else uri)
+
+
+__all__ = [
+    "CACHE_DIR",
+    "files_under",
+    "firn_catalog",
+    "local_path",
+    "median",
+    "ms",
+    "new_files",
+    "pyiceberg_catalog",
+    "quiet_peers",
+    "timed",
+    "verdict",
+    "workdir",
+]
