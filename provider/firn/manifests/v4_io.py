@@ -300,10 +300,11 @@ def validate_entries(table: pa.Table, kind: ManifestKind, location: str) -> None
             raise InvalidMetadata("more than one live manifest DV for one leaf manifest", location=location)
 
 
-def conform(table: pa.Table, layout: V4Layout) -> pa.Table:
+def conform(table: pa.Table, layout: V4Layout, columns: Sequence[str] | None = None) -> pa.Table:
     """Reshape a manifest table written with another layout (older schema, other specs) to
-    ``layout``: columns and struct children matched by name, missing ones null, types cast."""
-    target = layout.arrow_schema
+    ``layout`` (restricted to ``columns``, see :meth:`V4Layout.projected_schema`): columns and
+    struct children matched by name, missing ones null, types cast."""
+    target = layout.arrow_schema if columns is None else layout.projected_schema(columns)
     if table.schema.equals(target, check_metadata=False):
         return table
     arrays = []

@@ -229,6 +229,7 @@ class V4Layout:
         self.partition = partition
         self.stats_by_id = {c.field_id: c for c in stats}
         self.partition_by_id = {c.field_id: c for c in partition}
+        self._projections: dict[tuple[str, ...], pa.Schema] = {}
 
     @classmethod
     def for_metadata(cls, md: TableMetadata) -> V4Layout:
@@ -247,6 +248,26 @@ class V4Layout:
                 _LAYOUTS.pop(next(iter(_LAYOUTS)))
             _LAYOUTS[key] = layout
         return layout
+
+    def projected_schema(self, columns: Sequence[str]) -> pa.Schema:
+        """:attr:`arrow_schema` restricted to ``columns`` (top-level names, and
+        ``content_stats.<child>`` for single per-column stats structs), in layout order."""
+        key = tuple(columns)
+        cached = self._projections.get(key)
+        if cached is not None:
+            return cached
+        wanted = set(columns)
+        stats_children = {c.split(".", 1)[1] for c in columns if c.startswith("content_stats.")}
+        fields = []
+        for f in self.arrow_schema:
+            if f.name in wanted:
+                fields.append(f)
+            elif f.name == "content_stats" and stats_children:
+                children = [c for c in f.type if c.name in stats_children]
+                fields.append(f.with_type(pa.struct(children)))
+        schema = pa.schema(fields)
+        self._projections[key] = schema
+        return schema
 
     def stats_struct_type(self, c: StatsColumn) -> pa.StructType:
         fields = [
@@ -476,6 +497,8 @@ class V4Layout:
             for name in table.column_names
         }
         n = table.num_rows
+        for name in self.arrow_schema.names:  # projected tables: absent columns read as null
+            d.setdefault(name, [None] * n)
         vi = d["version_info"]
         dvs = d["deletion_vector"]
         ms = d["manifest_stats"]

@@ -27,6 +27,7 @@ from firn.expressions import AlwaysTrue, BooleanExpression, bind, evaluate
 from firn.expressions.describe import referenced_field_ids
 from firn.expressions.projection import partition_struct, project_inclusive
 from firn.io.base import FileIO
+from firn.manifests.v4_io import conform
 from firn.manifests.v4_layout import V4Layout, specs_partition_ids
 from firn.spec.content import DataFile, FileContent, FileFormat
 from firn.spec.schema import Schema
@@ -274,21 +275,24 @@ def plan_root(
 
     # Root-level files.
     root_data_sel = live & (ct == int(FileContent.DATA)) & stats_ok & part_ok
-    data_parts = [root.filter(pa.array(root_data_sel))]
+    columns = _leaf_columns(layout, bound)
+    data_cols = columns[FileContent.DATA_MANIFEST] if columns is not None else None
+    delete_cols = columns[FileContent.DELETE_MANIFEST] if columns is not None else None
+    data_parts = [conform(root.filter(pa.array(root_data_sel)), layout, data_cols)]
     root_ordinals = np.nonzero(root_data_sel)[0]
     root_del_sel = live & np.isin(ct, [int(FileContent.POSITION_DELETES), int(FileContent.EQUALITY_DELETES)])
-    delete_parts = [root.filter(pa.array(root_del_sel))]
+    delete_parts = [conform(root.filter(pa.array(root_del_sel)), layout, delete_cols)]
 
-    # Leaves are read without the stats of columns the filter does not use, concatenated, and
-    # then masked (manifest DVs, status, stats, partitions) in a few passes over all entries.
-    columns = _leaf_columns(layout, bound)
-    batch = read_leaves_batched(io, md, data_refs, columns)
+    # Leaves are read with only the columns planning needs (no stats of columns the filter
+    # does not use), concatenated, then masked (manifest DVs, status, stats, partitions) in a
+    # few passes over all entries.
+    batch = read_leaves_batched(io, md, data_refs, data_cols)
     keep = mdv_keep_batched(mdvs, data_refs, batch) & _np(live_mask(batch.table))
     if not isinstance(row_filter, AlwaysTrue) and batch.table.num_rows:
         keep &= might_match(batch.table, bound, layout)
         keep &= partition_mask(batch.table, md, schema, row_filter, case_sensitive)
     data_parts.append(_keep(batch.table, keep))
-    dels = read_leaves_batched(io, md, delete_refs, columns)
+    dels = read_leaves_batched(io, md, delete_refs, delete_cols)
     delete_parts.append(
         _keep(dels.table, mdv_keep_batched(mdvs, delete_refs, dels) & _np(live_mask(dels.table)))
     )
@@ -315,8 +319,8 @@ def _keep(table: pa.Table, keep: np.ndarray) -> pa.Table:
 
 
 # Columns that are null for data files by construction (a data leaf holds only data files,
-# which validation enforces): data leaves are read without them.
-_DELETE_ONLY_COLUMNS = ("deletion_vector", "referenced_file", "equality_ids")
+# which validation enforces), or that tasks do not carry: data leaves are read without them.
+_DELETE_ONLY_COLUMNS = ("deletion_vector", "referenced_file", "equality_ids", "key_metadata", "split_offsets")
 
 
 def _leaf_columns(layout: V4Layout, bound: BooleanExpression) -> dict[FileContent, list[str]]:

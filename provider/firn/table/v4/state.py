@@ -288,22 +288,22 @@ def read_leaves_batched(
     io: FileIO,
     md: TableMetadata,
     refs: Sequence[ManifestRef],
-    columns: Mapping[FileContent, Sequence[str]] | None = None,
+    columns: Sequence[str] | None = None,
 ) -> LeafBatch:
     """Read leaves in parallel and concatenate them, then apply inheritance once over all
     rows. Per-leaf Python work is only the read itself, so planning a thousand leaves costs a
-    thousand Parquet reads plus a handful of vectorized passes (DESIGN: no per-entry loop)."""
+    thousand Parquet reads plus a handful of vectorized passes (DESIGN: no per-entry loop).
+    With ``columns`` the batch holds only those (:meth:`V4Layout.projected_schema`)."""
     layout = V4Layout.for_metadata(md)
 
     def one(r: ManifestRef) -> pa.Table:
         if r.file_format is FileFormat.AVRO:
-            return _legacy_leaf(io, md, r)  # inherited while decoding
+            return conform(_legacy_leaf(io, md, r), layout, columns)  # inherited while decoding
         expected = "data" if r.content is FileContent.DATA_MANIFEST else "delete"
-        cols = columns.get(r.content) if columns is not None else None
-        return conform(read_v4_manifest(io, r.location, expected=expected, columns=cols), layout)  # type: ignore[arg-type]
+        return conform(read_v4_manifest(io, r.location, expected=expected, columns=columns), layout, columns)  # type: ignore[arg-type]
 
     if not refs:
-        empty = layout.arrow_schema.empty_table()
+        empty = (layout.arrow_schema if columns is None else layout.projected_schema(columns)).empty_table()
         z = np.zeros(0, dtype=np.int64)
         return LeafBatch(empty, z, z, z)
     if len(refs) == 1:
