@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -96,15 +96,19 @@ def write_v4_manifest(io: FileIO, location: str, table: pa.Table, kind: Manifest
     # Manifests are small and read whole: one row group, no page statistics and no embedded
     # Arrow schema (both would only bloat the footer; pruning uses the stats columns). The
     # seed's key-value metadata goes into the Parquet footer directly.
-    # zstd level 1 with dictionaries only on the repetitive path columns: measured fastest at
-    # both 2 and 1,000 entries while staying as small as default zstd (a commit rewrites the
-    # root, so encoding cost must not grow much with the root's size).
+    # Dictionaries only on the repetitive path columns. Codec by role: every commit rewrites
+    # the root, so it favours encoding speed (Snappy: measured 0.35 ms vs zstd-1's 0.64 ms for
+    # a 100-entry root, 0.58 vs 1.06 ms at 1,000 entries, for 1.4-1.7x the bytes); a leaf is
+    # written once and read by every planning, so it favours size (zstd level 1, as small as
+    # default zstd and faster).
     dictionary = [c for c in DICTIONARY_COLUMNS if c in table.column_names]
+    codec: dict[str, Any] = (
+        {"compression": "snappy"} if kind == "root" else {"compression": "zstd", "compression_level": 1}
+    )
     with pq.ParquetWriter(
         sink,
         table.schema,
-        compression="zstd",
-        compression_level=1,
+        **codec,
         use_dictionary=dictionary,
         write_statistics=False,
         store_schema=False,

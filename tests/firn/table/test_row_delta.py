@@ -244,3 +244,47 @@ def test_v2_position_deletes_through_row_delta(sqlite_catalog: SqlCatalog) -> No
     files = write_position_delete_files(t.io, t.metadata, [(eu, [0]), (us, [0, 1])])
     t.row_delta().add_deletes(files).delete_rows_at(eu.file_path, [4]).commit()
     assert ids(t) == [1, 2, 3, 7, 8, 9]
+
+
+def test_position_delete_file_with_row_column_is_read(catalog: InMemoryCatalog) -> None:
+    """Spec "Position Delete Files": writers may add the deleted ``row`` (id 2147483544);
+    readers apply the file by ``file_path``/``pos`` and ignore it. Written here the way
+    another engine would, with the field ids in the Parquet schema."""
+    import pyarrow.parquet as pq
+
+    from firn.spec.content import FileContent, FileFormat
+
+    t = make_table(catalog, 2)
+    t.append(rows(range(6)))
+    target = data_file(t, 0)
+
+    def fid(name: str, typ: pa.DataType, field_id: int, nullable: bool = True) -> pa.Field:
+        return pa.field(name, typ, nullable=nullable, metadata={b"PARQUET:field_id": str(field_id).encode()})
+
+    row_type = pa.struct(
+        [fid("id", pa.int64(), 1), fid("region", pa.string(), 2), fid("name", pa.string(), 3)]
+    )
+    schema = pa.schema(
+        [
+            fid("file_path", pa.string(), 2147483546, nullable=False),
+            fid("pos", pa.int64(), 2147483545, nullable=False),
+            fid("row", row_type, 2147483544),
+        ]
+    )
+    deleted = pa.table(
+        {
+            "file_path": [target.file_path] * 2,
+            "pos": [1, 4],
+            "row": [{"id": 1, "region": "eu", "name": "n1"}, {"id": 4, "region": "eu", "name": "n4"}],
+        },
+        schema=schema,
+    )
+    location = t.location + "/data/foreign-pos-deletes.parquet"
+    sink = pa.BufferOutputStream()
+    pq.write_table(deleted, sink)
+    payload = sink.getvalue().to_pybytes()
+    t.io.new_output(location).write(payload)
+    delete = DataFile(FileContent.POSITION_DELETES, location, FileFormat.PARQUET, (), 2, len(payload), 0)
+    t.row_delta().add_deletes([delete]).commit()
+    assert ids(t) == [0, 2, 3, 5]
+    assert _positions(t, target.file_path) == [1, 4]

@@ -81,3 +81,31 @@ def test_projected_read_returns_requested_and_validated_columns(tmp_path: Path) 
         ).num_rows
         == full.num_rows
     )
+
+
+def test_roots_favour_write_speed_and_leaves_size(tmp_path: Path) -> None:
+    """Every commit rewrites the root (Snappy); a leaf is written once and read by every
+    planning (zstd). Both read back through the same reader."""
+    import pyarrow.parquet as pq
+
+    t, _ = _table(tmp_path)
+
+    def codec(location: str) -> str:
+        with t.io.new_input(location).open_arrow() as f:
+            return str(pq.ParquetFile(f).metadata.row_group(0).column(0).compression)
+
+    snap = t.current_snapshot()
+    assert snap is not None and snap.root_manifest is not None
+    root_codec = codec(snap.root_manifest)
+    leaves = [
+        r for r in manifest_refs(root_table(t.io, t.metadata, snap)) if r.location != snap.root_manifest
+    ]
+    assert leaves
+    leaf_codecs = {codec(r.location) for r in leaves}
+    assert root_codec == "SNAPPY"
+    assert leaf_codecs == {"ZSTD"}
+    clear_v4_cache()
+    assert (
+        read_v4_manifest(t.io, snap.root_manifest, expected="root").num_rows
+        == root_table(t.io, t.metadata, snap).num_rows
+    )

@@ -52,7 +52,13 @@ def set_version_info(
     m = pa.array(mask)
     children = [vi.field(i) for i in range(vi.type.num_fields)]
     if status is not None:
-        children[0] = pc.if_else(m, pa.scalar(int(status), pa.int32()), children[0])
+        current = children[0]
+        if current.null_count == 0:  # status is required: a NumPy select, no kernel call
+            children[0] = pa.array(
+                np.where(mask, np.int32(int(status)), current.to_numpy(zero_copy_only=False)), pa.int32()
+            )
+        else:
+            children[0] = pc.if_else(m, pa.scalar(int(status), pa.int32()), current)
     if snapshot_id is not None:
         children[1] = pc.if_else(m, pa.scalar(snapshot_id, pa.int64()), children[1])
     new_vi = pa.StructArray.from_arrays(children, fields=list(vi.type))
@@ -62,13 +68,16 @@ def set_version_info(
 def carry_over(root: pa.Table) -> pa.Table:
     """A new snapshot's view of its parent's root: DELETED entries dropped (they appear only in
     the snapshot that deletes) and ADDED entries become EXISTING (seed 004)."""
+    from firn.table.v4.state import status_np
+
     if root.num_rows == 0:
         return root
-    status = pc.struct_field(root.column("version_info"), "status")
-    root = root.filter(pc.not_equal(status, int(EntryStatus.DELETED)))
-    status = pc.struct_field(root.column("version_info"), "status")
-    added = _arr(pc.equal(status, int(EntryStatus.ADDED))).to_numpy(zero_copy_only=False)
-    return set_version_info(root, added, status=EntryStatus.EXISTING)
+    status = status_np(root)
+    deleted = status == int(EntryStatus.DELETED)
+    if deleted.any():
+        root = root.filter(pa.array(~deleted))
+        status = status[~deleted]
+    return set_version_info(root, status == int(EntryStatus.ADDED), status=EntryStatus.EXISTING)
 
 
 def _aggregate(leaf: pa.Table, layout: V4Layout) -> dict[str, dict[int, Any]]:

@@ -32,6 +32,7 @@ from firn.table.v4.state import (
     ManifestRef,
     live_mask,
     live_mdvs,
+    live_np,
     manifest_refs,
     mdv_keep_mask,
     read_leaf,
@@ -59,7 +60,7 @@ class RootCounts:
 def root_counts(root: pa.Table) -> RootCounts:
     if root.num_rows == 0:
         return RootCounts(0, 0, 0, 0, 0, 0, 0)
-    ct = root.column("content_type").filter(live_mask(root)).to_numpy()
+    ct = root.column("content_type").to_numpy()[live_np(root)]
     c = np.bincount(ct, minlength=6)
     return RootCounts(int(c[0]), int(c[1]), int(c[2]), int(c[3]), int(c[4]), int(c[5]), int(root.nbytes))
 

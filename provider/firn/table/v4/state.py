@@ -62,6 +62,24 @@ def live_mask(table: pa.Table) -> pa.ChunkedArray:
     return pc.not_equal(status_of(table), int(EntryStatus.DELETED))
 
 
+def status_np(table: pa.Table) -> np.ndarray:
+    """Entry statuses as a NumPy array. Commits work on roots of a few to a few thousand
+    entries, where a NumPy comparison costs microseconds and an Arrow kernel call tens of
+    them; ``version_info`` is required, so there are no struct-level nulls to propagate."""
+    col = table.column("version_info")
+    if col.null_count:
+        raise InvalidMetadata("a manifest entry has no version_info")
+    if col.num_chunks == 0:
+        return np.zeros(0, dtype=np.int32)
+    parts = [c.field(0).to_numpy(zero_copy_only=False) for c in col.chunks]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def live_np(table: pa.Table) -> np.ndarray:
+    """:func:`live_mask` as a NumPy bool array."""
+    return status_np(table) != int(EntryStatus.DELETED)
+
+
 def legacy_root(io: FileIO, md: TableMetadata, snapshot: Snapshot) -> pa.Table:
     """Root entries for a v1-v3 snapshot's manifest list (the upgrade path)."""
     from firn.table.legacy_tree import snapshot_manifests
@@ -417,8 +435,10 @@ def decode_mdv(io: FileIO, row: dict[str, object]) -> BitMap:
 
 def live_mdvs(io: FileIO, root: pa.Table) -> dict[str, tuple[int, BitMap]]:
     """Live manifest DVs by target leaf location: (root row, bitmap)."""
-    mask = pc.and_(live_mask(root), pc.equal(root.column("content_type"), int(FileContent.MANIFEST_DV)))
-    idx = np.nonzero(mask.to_numpy(zero_copy_only=False))[0]
+    if root.num_rows == 0:
+        return {}
+    ct = root.column("content_type").to_numpy()
+    idx = np.nonzero(live_np(root) & (ct == int(FileContent.MANIFEST_DV)))[0]
     out: dict[str, tuple[int, BitMap]] = {}
     if len(idx) == 0:
         return out

@@ -432,26 +432,27 @@ def _explicit_vi(leaf: pa.Table, sequence_number: int) -> pa.StructArray:
 def _assign_row_ids(added: pa.Table, next_row_id: int) -> tuple[pa.Table, int]:
     """Spec "First Row ID Assignment": new data entries and data manifests without a first
     row id get consecutive ranges (a manifest reserves its added + existing rows)."""
+    from firn.table.v4.state import status_np
+
     ct = added.column("content_type").to_numpy()
     frid = added.column("first_row_id")
     needs = (
         np.isin(ct, [int(FileContent.DATA), int(FileContent.DATA_MANIFEST)])
-        & _np_bool(pc.is_null(frid))
-        & _np_bool(
-            pc.not_equal(pc.struct_field(added.column("version_info"), "status"), int(EntryStatus.DELETED))
-        )
+        & _np_bool(frid.is_null())
+        & (status_np(added) != int(EntryStatus.DELETED))
     )
     if not needs.any():
         return added, 0
     counts = added.column("record_count").to_numpy().copy()
-    ms = added.column("manifest_stats")
-    manifest_rows = np.nan_to_num(
-        pc.add(pc.struct_field(ms, "added_rows_count"), pc.struct_field(ms, "existing_rows_count"))
-        .to_numpy(zero_copy_only=False)
-        .astype(float)
-    ).astype(np.int64)
-    is_manifest = ct == int(FileContent.DATA_MANIFEST)
-    counts[is_manifest] = manifest_rows[is_manifest]
+    is_manifest = (ct == int(FileContent.DATA_MANIFEST)) & needs
+    if is_manifest.any():
+        ms = added.column("manifest_stats")
+        manifest_rows = np.nan_to_num(
+            pc.add(pc.struct_field(ms, "added_rows_count"), pc.struct_field(ms, "existing_rows_count"))
+            .to_numpy(zero_copy_only=False)
+            .astype(float)
+        ).astype(np.int64)
+        counts[is_manifest] = manifest_rows[is_manifest]
     counts = np.where(needs, counts, 0)
     starts = next_row_id + np.cumsum(counts) - counts
     new = pc.if_else(pa.array(needs), pa.array(starts, pa.int64()), frid)
