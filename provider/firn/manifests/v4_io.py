@@ -84,7 +84,8 @@ def clear_v4_cache() -> None:
 
 
 def write_v4_manifest(io: FileIO, location: str, table: pa.Table, kind: ManifestKind) -> int:
-    """Write a V4 manifest (zstd Parquet) and return its size in bytes; primes the cache."""
+    """Write a V4 manifest (Parquet: Snappy for a root, zstd for a leaf) and return its size in
+    bytes; primes the cache."""
     if kind not in _KINDS:
         raise ValueError(f"unknown manifest kind {kind!r}")
     # One chunk per column: roots are built by concatenating the parent's entries with the new

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import gzip
 import re
 import uuid
 
 from firn.errors import AlreadyExists, InvalidMetadata
 from firn.io.base import FileIO
-from firn.spec.metadata_json import metadata_from_json, metadata_to_json
+from firn.spec.metadata_json import metadata_from_json, metadata_to_gzip, metadata_to_json
+from firn.spec.properties import METADATA_COMPRESSION
 from firn.spec.table_metadata import TableMetadata
+from firn.spec.versions import MIN_FORMAT_VERSION_ROOT_MANIFEST
 
 _VERSION = re.compile(r"(?:^|/)(\d+)-[0-9a-fA-F-]+\.(?:gz\.)?metadata\.json(?:\.gz)?$")
 
@@ -27,20 +28,37 @@ def parse_metadata_version(location: str | None) -> int:
     return int(m.group(1)) if m else -1
 
 
+def metadata_codec(metadata: TableMetadata) -> str:
+    """``write.metadata.compression-codec`` when set; otherwise ``gzip`` for V4 tables and
+    ``none`` (Iceberg's default) for v1-v3.
+
+    V4 defaults to gzip (a deviation from Iceberg's default, and V4 tables are Firn's own):
+    the metadata JSON lists every snapshot, about 700 B each, and a V4 commit otherwise writes
+    only a small root manifest, so until snapshots expire the JSON is most of what a commit
+    writes (730 KB at 1,000 snapshots, against about 110 KB compressed). The gzip members of
+    old snapshots are reused across commits (:func:`metadata_to_gzip`), so compressing costs
+    about as much at 1,000 snapshots as at 10.
+    """
+    if METADATA_COMPRESSION in metadata.properties:
+        return metadata.table_properties.metadata_compression
+    return "gzip" if metadata.format_version >= MIN_FORMAT_VERSION_ROOT_MANIFEST else "none"
+
+
 def new_metadata_location(metadata: TableMetadata, previous_location: str | None) -> str:
-    """``<location>/metadata/<NNNNN>-<uuid>.metadata.json`` with the counter after the previous one."""
+    """``<location>/metadata/<NNNNN>-<uuid>.metadata.json`` (``.gz.metadata.json`` when
+    compressed) with the counter after the previous one."""
     version = parse_metadata_version(previous_location) + 1
-    suffix = (
-        ".gz.metadata.json" if metadata.table_properties.metadata_compression == "gzip" else ".metadata.json"
-    )
+    suffix = ".gz.metadata.json" if metadata_codec(metadata) == "gzip" else ".metadata.json"
     return f"{metadata_dir(metadata)}/{version:05d}-{uuid.uuid4()}{suffix}"
 
 
 def write_metadata(io: FileIO, metadata: TableMetadata, location: str) -> int:
-    """Write the metadata file; it must not exist yet. Returns the bytes written."""
-    data = metadata_to_json(metadata).encode("utf-8")
+    """Write the metadata file; it must not exist yet. Returns the bytes written. The file
+    name decides the encoding: ``.gz.metadata.json`` (or ``.metadata.json.gz``) is gzip."""
     if location.endswith(".gz.metadata.json") or location.endswith(".metadata.json.gz"):
-        data = gzip.compress(data, mtime=0)
+        data = metadata_to_gzip(metadata)
+    else:
+        data = metadata_to_json(metadata).encode("utf-8")
     try:
         return io.new_output(location).write(data, overwrite=False)
     except AlreadyExists:
@@ -56,6 +74,7 @@ def read_metadata(io: FileIO, location: str) -> TableMetadata:
 
 
 __all__ = [
+    "metadata_codec",
     "metadata_dir",
     "new_metadata_location",
     "parse_metadata_version",

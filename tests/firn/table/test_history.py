@@ -187,3 +187,20 @@ def test_refresh_reuses_parsed_snapshots_and_still_reads_what_the_file_says(
     assert again.snapshots()[0].summary.get("edited") == "yes"
     assert again.snapshots()[1] is reader.snapshots()[1]
     reader_catalog.close()
+
+
+def test_metadata_codec_defaults_gzip_for_v4_only(sqlite: SqlCatalog) -> None:
+    """V4 tables write gzip metadata unless told otherwise; v1-v3 keep Iceberg's default."""
+    v4 = make_events_table(sqlite, 4, name="v4")
+    v2 = make_events_table(sqlite, 2, name="v2")
+    plain = make_events_table(
+        sqlite, 4, name="plain", properties={"write.metadata.compression-codec": "none"}
+    )
+    for t in (v4, v2, plain):
+        t.append(events(3))
+    assert v4.metadata_location.endswith(".gz.metadata.json")
+    assert not v2.metadata_location.endswith(".gz.metadata.json")
+    assert not plain.metadata_location.endswith(".gz.metadata.json")
+    assert v4.io.new_input(v4.metadata_location).read()[:2] == b"\x1f\x8b"
+    for name in ("v4", "v2", "plain"):
+        assert sqlite.load_table(f"db.{name}").scan().count() == 3

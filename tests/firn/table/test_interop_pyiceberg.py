@@ -296,3 +296,17 @@ def test_firn_reads_pyiceberg_tables_and_commits_on_top(firn: SqlCatalog, py: An
             .append_column("extra", pa.array(["x"], pa.string()))
         )
     assert rows(table.refresh().scan().to_arrow()) == _py_rows(py.load_table("db.clicks"))
+
+
+def test_pyiceberg_reads_multi_member_gzip_metadata(firn: SqlCatalog, py: Any) -> None:
+    """``write.metadata.compression-codec=gzip``: Firn writes the snapshot list as reused gzip
+    members (one per block of snapshots); PyIceberg reads the file as one gzip stream."""
+    from firn.spec.metadata_json import SNAPSHOT_BLOCK
+
+    table = make_events_table(firn, 2, properties={"write.metadata.compression-codec": "gzip"})
+    for i in range(SNAPSHOT_BLOCK + 5):
+        table.append(events(2, start=2 * i))
+    assert table.metadata_location.endswith(".gz.metadata.json")
+    py_table = py.load_table(("db", "events"))
+    assert len(py_table.metadata.snapshots) == SNAPSHOT_BLOCK + 5
+    assert _py_rows(py_table) == rows(table.scan().to_arrow())
