@@ -56,9 +56,20 @@ class _LRU:
             while len(self._data) > self.capacity:
                 self._data.popitem(last=False)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
 
 _position_files = _LRU(64)
 _equality_files = _LRU(64)
+
+
+def clear_delete_caches() -> None:
+    """Forget cached position and equality delete files (files are immutable; this is for
+    tests and for freeing memory)."""
+    _position_files.clear()
+    _equality_files.clear()
 
 
 def _position_file_table(io: FileIO, delete_file: DataFile) -> pa.Table:
@@ -250,6 +261,7 @@ __all__ = [
     "POSITION_DELETE_SCHEMA",
     "EqualityDeletes",
     "PositionDeleteFilter",
+    "clear_delete_caches",
     "keep_mask_for",
     "load_positions",
 ]

@@ -392,7 +392,9 @@ def _read(
                     if batch.num_rows == 0:
                         continue
                 yield batch
-    except pa.ArrowException as e:
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as e:
+        # A damaged footer surfaces as OSError ("Couldn't deserialize thrift") or, in a column
+        # name, as UnicodeDecodeError, not as ArrowException.
         raise InvalidMetadata(f"cannot read Parquet file: {e}", location=location) from e
     finally:
         nf.close()

@@ -12,6 +12,7 @@ import gzip
 import json
 import threading
 import uuid
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -448,7 +449,7 @@ def metadata_from_json(text: str | bytes, *, location: str | None = None) -> Tab
                 text = gzip.decompress(text)
             text = text.decode("utf-8")
         data = json.loads(text)
-    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InvalidMetadata(f"table metadata is not valid JSON ({e})", location=location) from e
     if not isinstance(data, dict):
         raise InvalidMetadata("table metadata must be a JSON object", location=location)

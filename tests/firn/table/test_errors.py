@@ -270,3 +270,24 @@ def test_delete_without_a_filter_is_refused(table: Table) -> None:
     with pytest.raises(ValidationError, match="needs a filter"):
         table.delete(None)  # type: ignore[arg-type]
     assert table.scan().count() == 12 and len(table.snapshots()) == 1
+
+
+def test_corrupt_gzip_metadata_is_invalid_metadata_wherever_the_damage_is(tmp_path: Path) -> None:
+    """V4 writes gzip metadata by default: a flipped bit anywhere in the compressed stream is an
+    InvalidMetadata naming the file, never zlib's bare error (which is not an OSError)."""
+    import gzip
+    import random
+
+    from firn.spec.metadata_json import metadata_from_json
+
+    payload = gzip.compress(
+        b'{"format-version": 2, "note": "'
+        + bytes(random.Random(7).randrange(65, 91) for _ in range(2000))
+        + b'"}'
+    )
+    location = "s3://bucket/t/metadata/00001-x.gz.metadata.json"
+    for pos in range(10, len(payload)):
+        damaged = bytearray(payload)
+        damaged[pos] ^= 0x80
+        with pytest.raises(FirnError, match=re.escape(location)):
+            metadata_from_json(bytes(damaged), location=location)
