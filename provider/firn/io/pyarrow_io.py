@@ -163,6 +163,14 @@ def _io_error(location: str, action: str, exc: BaseException) -> FirnError:
     return FirnError(f"{location}: {action} failed: {exc}")
 
 
+def _past_end(location: str, offset: int, length: int, size: int) -> InvalidMetadata:
+    return InvalidMetadata(
+        f"file is truncated or the range is wrong: wanted {length} bytes at offset {offset} "
+        f"of a {size}-byte file",
+        location=location,
+    )
+
+
 class PyArrowInputFile:
     """A readable file; local files are read with plain ``os`` calls (cheaper than pyarrow)."""
 
@@ -197,12 +205,18 @@ class PyArrowInputFile:
         try:
             if p.is_local:
                 with open(p.path, "rb") as f:
+                    size = os.fstat(f.fileno()).st_size
+                    # A damaged length must not become a huge allocation: check it first.
+                    if offset + length > size:
+                        raise _past_end(self._location, offset, length, size)
                     f.seek(offset)
                     data = f.read(length)
             else:
                 with self._io.filesystem_for(p).open_input_file(p.path) as af:
                     size = af.size()
-                    data = bytes(af.read_at(length, offset)) if offset < size else b""
+                    if offset + length > size:
+                        raise _past_end(self._location, offset, length, size)
+                    data = bytes(af.read_at(length, offset))
         except (OSError, pa.ArrowException) as e:
             raise _io_error(self._location, "read", e) from e
         if len(data) < length:

@@ -68,9 +68,58 @@ def open_avro(data: bytes, location: str) -> AvroContents:
         raise corrupt(location, e) from e
     if not isinstance(writer_schema, dict) or writer_schema.get("type") != "record":
         raise InvalidMetadata("Avro schema is not a record", location=location)
+    _check_no_empty_items(writer_schema, location)
     # The top-level schema is a record, so every datum fastavro yields is a dict.
     records = cast(Iterator[dict[Any, Any]], iter(reader))
     return AvroContents(metadata, str(metadata.get("avro.schema", "")), writer_schema, records)
+
+
+_FIXED_SIZE = {"null": 0, "boolean": 1, "int": 1, "long": 1, "float": 4, "double": 8, "bytes": 1, "string": 1}
+
+
+def _check_no_empty_items(schema: Any, location: str) -> None:
+    """Refuse schemas with arrays or maps whose items encode in zero bytes.
+
+    A block of such items holds any count in a few bytes, so a damaged count makes a decoder
+    build records until memory runs out (fastavro does: a flipped byte in a manifest's
+    header turned an item record's fields into none, and decoding was killed by the OOM
+    killer). No Iceberg manifest or manifest list has such a schema."""
+    named: dict[str, Any] = {}
+
+    def min_size(s: Any, seen: frozenset[str]) -> int:
+        if isinstance(s, str):
+            if s in _FIXED_SIZE:
+                return _FIXED_SIZE[s]
+            if s in seen or s not in named:
+                return 1  # recursive or unknown reference: fastavro rejects the unknown ones
+            return min_size(named[s], seen | {s})
+        if isinstance(s, list):  # a union: the branch index
+            for branch in s:
+                min_size(branch, seen)
+            return 1
+        if not isinstance(s, dict):
+            return 1
+        t = s.get("type")
+        name = s.get("name")
+        if isinstance(name, str) and t in ("record", "enum", "fixed"):
+            named[name] = s
+        if t == "record":
+            return sum(min_size(f.get("type"), seen) for f in s.get("fields", ()))
+        if t in ("array", "map"):
+            items = s.get("items") if t == "array" else s.get("values")
+            if min_size(items, seen) + (1 if t == "map" else 0) == 0:
+                raise InvalidMetadata(
+                    f"Avro schema has an {t} of zero-byte items; the file is corrupt or not an Iceberg file",
+                    location=location,
+                )
+            return 1
+        if t == "fixed":
+            return int(s.get("size", 0))
+        if t == "enum":
+            return 1
+        return min_size(t, seen)
+
+    min_size(schema, frozenset())
 
 
 def write_avro(

@@ -83,6 +83,9 @@ def test_read_range(store: Store) -> None:
     assert "data.bin" in str(info.value)
     with pytest.raises(InvalidMetadata, match="truncated"):
         f.read_range(500, 1)
+    # A damaged length (a DV's content_size_in_bytes, say) fails before any allocation.
+    with pytest.raises(InvalidMetadata, match="truncated"):
+        f.read_range(10, 2**62)
     with pytest.raises(ValidationError):
         f.read_range(-1, 1)
 

@@ -602,3 +602,27 @@ def test_wrong_schema_raises_invalid_metadata(fio: InMemoryFileIO) -> None:
     mf = ManifestFile("s3://b/x.avro", 10, 0, sequence_number=1)
     with pytest.raises(InvalidMetadata, match=r"s3://b/x\.avro.*status"):
         read_manifest(buf.getvalue(), mf)
+
+
+def test_avro_schema_with_zero_byte_array_items_is_refused() -> None:
+    """A damaged header can leave an array whose items encode in zero bytes; a count read from
+    the data would then make the decoder build records until memory runs out. Such files are
+    refused before any record is decoded."""
+    from firn.manifests._avro_io import open_avro
+
+    schema = {
+        "type": "record",
+        "name": "manifest_entry",
+        "fields": [
+            {"name": "status", "type": "int"},
+            {
+                "name": "items",
+                "type": {"type": "array", "items": {"type": "record", "name": "e", "fields": []}},
+            },
+        ],
+    }
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), [{"status": 1, "items": [{}, {}, {}]}])
+    with pytest.raises(InvalidMetadata, match="zero-byte items") as info:
+        open_avro(buf.getvalue(), "s3://b/m.avro")
+    assert "s3://b/m.avro" in str(info.value)
