@@ -109,10 +109,12 @@ class _JoinCache:
 
     def __init__(self, capacity: int = 64) -> None:
         self.capacity = capacity
+        self._lock = threading.Lock()  # commits to different tables may run in threads
         self._data: dict[tuple[object, int, int], tuple[tuple[Any, ...], str]] = {}
 
     def _get(self, marker: object, items: tuple[Any, ...]) -> str | None:
-        hit = self._data.get((marker, len(items), id(items[-1])))
+        with self._lock:
+            hit = self._data.get((marker, len(items), id(items[-1])))
         if hit is not None and (hit[0] is items or hit[0] == items):
             return hit[1]
         return None
@@ -128,9 +130,10 @@ class _JoinCache:
             text = f"{prefix},{text_of(items[-1])}"
         else:
             text = ",".join(map(text_of, items))
-        if len(self._data) >= self.capacity:
-            self._data.pop(next(iter(self._data)))
-        self._data[(marker, len(items), id(items[-1]))] = (items, text)
+        with self._lock:
+            if len(self._data) >= self.capacity:
+                self._data.pop(next(iter(self._data)))
+            self._data[(marker, len(items), id(items[-1]))] = (items, text)
         return text
 
 
