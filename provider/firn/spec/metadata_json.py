@@ -366,9 +366,9 @@ def _head_and_tail(md: TableMetadata) -> tuple[str, str]:
 
 
 # -- gzip ---------------------------------------------------------------------------------------
-# A gzip file may hold several members, one after another; readers decompress them as one
-# stream (RFC 1952 2.2; Python's gzip module, Java's GZIPInputStream and every Iceberg reader
-# built on them do). So the snapshot list is written in blocks of a fixed number of
+# A gzip file may hold several members, one after another, that decompress as one stream
+# (RFC 1952 2.2; Python's gzip module and Java's GZIPInputStream read them; PyIceberg reading
+# such a file is tested). So the snapshot list is written in blocks of a fixed number of
 # snapshots: a full block never changes while its snapshots stay, so each is compressed once
 # and its member reused by every later commit; only the head, the last partial blocks and the
 # tail are compressed per commit. At 1,000 snapshots that is about 5% of the text.
