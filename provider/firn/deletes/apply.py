@@ -123,6 +123,10 @@ def keep_mask_for(bitmap: PositionBitmap, positions: pa.Array | pa.ChunkedArray,
     return ~deleted[pos]
 
 
+# 64M rows (a 64 MB mask) before batches show the file is really that long.
+_INITIAL_MASK_CAP = 1 << 26
+
+
 class PositionDeleteFilter:
     """Keep-masks for the batches of one data file, from its deleted positions.
 
@@ -133,7 +137,13 @@ class PositionDeleteFilter:
 
     def __init__(self, bitmap: PositionBitmap, num_rows: int) -> None:
         self._bitmap = bitmap
-        self._deleted = bitmap.deleted_mask(max(num_rows, 0))
+        top = bitmap.max_position()
+        self._top = -1 if top is None else top
+        # Rows past the last deleted position are never deleted, and ``num_rows`` comes from
+        # the manifest's record_count, which damage can make huge: the mask covers at most
+        # both, and at most _INITIAL_MASK_CAP rows until batches actually reach further.
+        size = min(max(num_rows, 0), self._top + 1, _INITIAL_MASK_CAP)
+        self._deleted = bitmap.deleted_mask(size)
 
     def keep_mask(self, positions: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
         """True for rows to keep (None: keep every row) of a batch with these ``_pos`` values."""
@@ -145,10 +155,22 @@ class PositionDeleteFilter:
         # Positions within a batch are increasing (rows are read in file order and filtering
         # keeps the order): the last one is the largest, and the span test means "contiguous".
         first, last = int(pos[0]), int(pos[-1])
-        if last >= len(self._deleted):
-            # The manifest's record_count understated the file: size the mask to the data.
-            self._deleted = self._bitmap.deleted_mask(last + 1)
-        deleted = self._deleted[first : last + 1] if last - first + 1 == len(pos) else self._deleted[pos]
+        if first > self._top:
+            return None
+        n = len(self._deleted)
+        if last >= n and n <= self._top:
+            # The batch reaches past the mask (the manifest's record_count understated the
+            # file, or the cap): grow it, by doubling, never past rows actually read.
+            self._deleted = self._bitmap.deleted_mask(min(max(last + 1, 2 * n), self._top + 1))
+            n = len(self._deleted)
+        if last - first + 1 == len(pos):
+            deleted = self._deleted[first : last + 1]
+            if len(deleted) < len(pos):  # the tail of the batch is past the last deleted row
+                deleted = np.concatenate([deleted, np.zeros(len(pos) - len(deleted), dtype=np.bool_)])
+        else:
+            deleted = np.zeros(len(pos), dtype=np.bool_)
+            inside = pos < n
+            deleted[inside] = self._deleted[pos[inside]]
         if not deleted.any():
             return None
         return ~deleted

@@ -113,6 +113,8 @@ def parse_location(location: str) -> ParsedLocation:
     """
     if not location:
         raise ValidationError("empty file location")
+    if "\x00" in location:  # no filesystem or object store accepts one; damaged metadata does
+        raise ValidationError(f"invalid file location {location!r}: it contains a NUL character")
     m = _URI.match(location)
     if m is None:
         if location.startswith("file:"):  # Hadoop's single-slash form, file:/tmp/x

@@ -46,6 +46,9 @@ def test_parse_location_relative_and_errors(tmp_path: Path, monkeypatch: pytest.
         parse_location("")
     with pytest.raises(Unsupported, match="remote host"):
         parse_location("file://otherhost/x")
+    # A damaged manifest list can hold one; open() would raise a bare ValueError.
+    with pytest.raises(ValidationError, match="NUL"):
+        parse_location("/wh/t/metadata/m\x000.avro")
 
 
 def test_local_write_leaves_no_temp_files(tmp_path: Path) -> None:
