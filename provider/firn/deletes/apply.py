@@ -79,6 +79,15 @@ def _position_file_table(io: FileIO, delete_file: DataFile) -> pa.Table:
     from firn.io.parquet_read import read_parquet_table
 
     table = read_parquet_table(io, delete_file.file_path, projected=POSITION_DELETE_SCHEMA)
+    # Both columns are required by the spec; a null or negative position would otherwise fail
+    # (or be misread) far from the file.
+    pos = table.column("pos")
+    if table.column("file_path").null_count or pos.null_count:
+        raise InvalidMetadata(
+            "position delete file has null file_path or pos values", location=delete_file.file_path
+        )
+    if len(pos) and pc.min(pos).as_py() < 0:
+        raise InvalidMetadata("position delete file has negative positions", location=delete_file.file_path)
     _position_files.put(delete_file.file_path, table)
     return table
 

@@ -288,3 +288,34 @@ def test_position_delete_file_with_row_column_is_read(catalog: InMemoryCatalog) 
     t.row_delta().add_deletes([delete]).commit()
     assert ids(t) == [0, 2, 3, 5]
     assert _positions(t, target.file_path) == [1, 4]
+
+
+@pytest.mark.parametrize("pos", [[1, None], [1, -4]])
+def test_position_delete_file_with_bad_positions_names_the_file(
+    catalog: InMemoryCatalog, pos: list[int | None]
+) -> None:
+    """``pos`` is required and non-negative; a file that breaks that (damage, a faulty writer)
+    is reported as InvalidMetadata naming it, not as an Arrow or NumPy error mid-scan."""
+    import pyarrow.parquet as pq
+
+    from firn.errors import InvalidMetadata
+    from firn.spec.content import FileContent, FileFormat
+
+    t = make_table(catalog, 2)
+    t.append(rows(range(6)))
+    target = data_file(t, 0)
+    schema = pa.schema(
+        [
+            pa.field("file_path", pa.string(), metadata={b"PARQUET:field_id": b"2147483546"}),
+            pa.field("pos", pa.int64(), metadata={b"PARQUET:field_id": b"2147483545"}),
+        ]
+    )
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table({"file_path": [target.file_path] * 2, "pos": pos}, schema=schema), sink)
+    payload = sink.getvalue().to_pybytes()
+    location = t.location + "/data/bad-pos-deletes.parquet"
+    t.io.new_output(location).write(payload)
+    delete = DataFile(FileContent.POSITION_DELETES, location, FileFormat.PARQUET, (), 2, len(payload), 0)
+    t.row_delta().add_deletes([delete]).commit()
+    with pytest.raises(InvalidMetadata, match=r"bad-pos-deletes\.parquet"):
+        t.scan().to_arrow()
