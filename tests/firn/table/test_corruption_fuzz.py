@@ -1,8 +1,8 @@
 """Damaged metadata, manifests and delete files never escape as anything but a FirnError.
 
 Small v2, v3 and V4 tables with merge-on-read deletes are written for real; then each of
-their metadata files, manifests (Avro or Parquet) and delete files (Parquet or Puffin) is
-damaged in turn — truncated, a bit flipped, eight bytes overwritten, at positions drawn from a
+their files — metadata JSON, manifests and manifest lists (Avro or Parquet), data files and
+delete files (Parquet or Puffin) — is damaged in turn — truncated, a bit flipped, eight bytes overwritten, at positions drawn from a
 fixed seed — and a fresh catalog loads the table and scans it. The scan may succeed (the
 damage hit bytes nothing reads, or a value that is still valid) or fail, but only with a
 FirnError; bare pyarrow, zlib, Unicode or enum errors are bugs.
@@ -43,9 +43,7 @@ def _damageable(location: str) -> list[str]:
     out = []
     for d, _, names in os.walk(location):
         for n in names:
-            p = os.path.join(d, n)
-            if "/metadata/" in p or n.endswith(".puffin") or "delete" in n:
-                out.append(p)
+            out.append(os.path.join(d, n))
     return sorted(out)
 
 
