@@ -174,6 +174,48 @@ def non_null_branch(avro_type: Any) -> Any:
     return avro_type
 
 
+# Both decode to Python ints, and writers differ (PyIceberg writes equality_ids as longs).
+_NUMERIC_WIDENING = {"int": ("int", "long"), "long": ("int", "long")}
+
+
+def check_types(
+    fields: Mapping[int, Mapping[str, Any]], expected: Mapping[int, str], named: Mapping[str, Any], what: str
+) -> None:
+    """Raise ``ValueError`` when a present field's Avro type is not the expected one.
+
+    ``expected`` maps field id to ``int``, ``long``, ``string``, ``bytes`` or ``array<T>``
+    (``int`` and ``long`` accept each other). Records decode by the file's own schema, so a
+    damaged header that retypes a field would otherwise hand a list or a number to code that
+    wants a path (or split a string into "offsets") long after the file was read."""
+
+    def base(t: Any) -> Any:
+        t = non_null_branch(t)
+        if isinstance(t, str):
+            t = named.get(t, t)
+        if isinstance(t, Mapping) and isinstance(t.get("type"), str) and t["type"] not in ("array", "record"):
+            return t["type"]  # a primitive with attributes (logicalType, ...)
+        return t
+
+    for fid, want in expected.items():
+        field = fields.get(fid)
+        if field is None:
+            continue
+        got = base(field.get("type"))
+        if want.startswith("array<"):
+            item = want[len("array<") : -1]
+            ok = (
+                isinstance(got, Mapping)
+                and got.get("type") == "array"
+                and base(got.get("items")) in _NUMERIC_WIDENING.get(item, (item,))
+            )
+        else:
+            ok = got in _NUMERIC_WIDENING.get(want, (want,))
+        if not ok:
+            raise ValueError(
+                f"{what} field {field.get('name')!r} (id {fid}) has Avro type {got!r}, not {want}"
+            )
+
+
 def record_fields_by_id(record: Mapping[str, Any], known_ids: Iterable[int]) -> dict[int, Mapping[str, Any]]:
     """Map field id to the field object of an Avro record schema.
 
@@ -254,6 +296,7 @@ def named_types(schema: Any) -> dict[str, Any]:
 
 __all__ = [
     "DEFAULT_CODEC",
+    "check_types",
     "SUPPORTED_CODECS",
     "SYNC_INTERVAL",
     "AvroContents",

@@ -24,6 +24,7 @@ from firn.manifests import avro_schemas as ids
 from firn.manifests import cache as _cache
 from firn.manifests._avro_io import (
     DEFAULT_CODEC,
+    check_types,
     corrupt,
     field_name,
     gc_paused,
@@ -382,6 +383,29 @@ _ENTRY_IDS = (
 _FILE_IDS = tuple(i for i in ids.FIELD_NAMES if 100 <= i < 200)
 
 
+_ENTRY_TYPES = {
+    ids.STATUS_ID: "int",
+    ids.SNAPSHOT_ID_ID: "long",
+    ids.SEQUENCE_NUMBER_ID: "long",
+    ids.FILE_SEQUENCE_NUMBER_ID: "long",
+}
+_FILE_TYPES = {
+    ids.CONTENT_ID: "int",
+    ids.FILE_PATH_ID: "string",
+    ids.FILE_FORMAT_ID: "string",
+    ids.RECORD_COUNT_ID: "long",
+    ids.FILE_SIZE_ID: "long",
+    ids.KEY_METADATA_ID: "bytes",
+    ids.SPLIT_OFFSETS_ID: "array<long>",
+    ids.EQUALITY_IDS_ID: "array<int>",
+    ids.SORT_ORDER_ID_ID: "int",
+    ids.FIRST_ROW_ID_ID: "long",
+    ids.REFERENCED_DATA_FILE_ID: "string",
+    ids.CONTENT_OFFSET_ID: "long",
+    ids.CONTENT_SIZE_ID: "long",
+}
+
+
 class _EntryDecoder:
     """Field names and partition conversions resolved once per (file schema, partition type)."""
 
@@ -403,6 +427,8 @@ class _EntryDecoder:
             ids.FILE_SIZE_ID,
         ):
             require_field(f, required, "data_file")
+        check_types(entry_fields, _ENTRY_TYPES, named, "manifest_entry")
+        check_types(f, _FILE_TYPES, named, "data_file")
         self.names = {fid: field_name(f, fid) for fid in _FILE_IDS}
         self.partition = PartitionDecoder(
             nested_record(f[ids.PARTITION_ID], named), partition_type, writer_schema

@@ -17,6 +17,7 @@ from firn.manifests import avro_schemas as ids
 from firn.manifests import cache as _cache
 from firn.manifests._avro_io import (
     DEFAULT_CODEC,
+    check_types,
     corrupt,
     field_name,
     named_types,
@@ -209,8 +210,28 @@ _LIST_IDS = tuple(i for i in ids.FIELD_NAMES if 500 <= i < 600 and i not in rang
 _SUMMARY_IDS = (ids.CONTAINS_NULL_ID, ids.CONTAINS_NAN_ID, ids.LOWER_BOUND_ID, ids.UPPER_BOUND_ID)
 
 
+_LIST_TYPES = {
+    ids.MANIFEST_PATH_ID: "string",
+    ids.MANIFEST_LENGTH_ID: "long",
+    ids.PARTITION_SPEC_ID_ID: "int",
+    ids.MANIFEST_CONTENT_ID: "int",
+    ids.MANIFEST_SEQUENCE_NUMBER_ID: "long",
+    ids.MIN_SEQUENCE_NUMBER_ID: "long",
+    ids.ADDED_SNAPSHOT_ID_ID: "long",
+    ids.ADDED_FILES_COUNT_ID: "int",
+    ids.EXISTING_FILES_COUNT_ID: "int",
+    ids.DELETED_FILES_COUNT_ID: "int",
+    ids.ADDED_ROWS_COUNT_ID: "long",
+    ids.EXISTING_ROWS_COUNT_ID: "long",
+    ids.DELETED_ROWS_COUNT_ID: "long",
+    ids.MANIFEST_KEY_METADATA_ID: "bytes",
+    ids.MANIFEST_FIRST_ROW_ID_ID: "long",
+}
+
+
 def _decode_list(records: Iterable[dict[Any, Any]], writer_schema: Mapping[str, Any]) -> list[ManifestFile]:
     f = record_fields_by_id(writer_schema, _LIST_IDS)
+    check_types(f, _LIST_TYPES, named_types(writer_schema), "manifest_file")
     n_path = require_field(f, ids.MANIFEST_PATH_ID, "manifest_file")
     n_len = require_field(f, ids.MANIFEST_LENGTH_ID, "manifest_file")
     n_spec = require_field(f, ids.PARTITION_SPEC_ID_ID, "manifest_file")

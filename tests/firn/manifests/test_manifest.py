@@ -626,3 +626,43 @@ def test_avro_schema_with_zero_byte_array_items_is_refused() -> None:
     with pytest.raises(InvalidMetadata, match="zero-byte items") as info:
         open_avro(buf.getvalue(), "s3://b/m.avro")
     assert "s3://b/m.avro" in str(info.value)
+
+
+def test_manifest_with_a_retyped_field_is_invalid_metadata(fio: InMemoryFileIO) -> None:
+    """A well-formed Avro file whose schema gives file_path another type (what a damaged header
+    can leave) is refused when read, instead of handing a number to code that wants a path."""
+    import copy
+
+    from firn.manifests.avro_schemas import manifest_entry_schema
+    from firn.manifests.cache import clear_caches
+    from firn.spec.content import ManifestFile
+    from firn.spec.types import StructType
+
+    schema = copy.deepcopy(manifest_entry_schema(StructType(), 2))
+    data_file_type = next(f for f in schema["fields"] if f["name"] == "data_file")["type"]
+    path_field = next(f for f in data_file_type["fields"] if f["name"] == "file_path")
+    path_field["type"] = "long"
+    record = {
+        "status": 1,
+        "snapshot_id": 1,
+        "sequence_number": None,
+        "file_sequence_number": None,
+        "data_file": {
+            "content": 0,
+            "file_path": 42,
+            "file_format": "PARQUET",
+            "partition": {},
+            "record_count": 1,
+            "file_size_in_bytes": 10,
+        },
+    }
+    buf = io.BytesIO()
+    fastavro.writer(
+        buf, fastavro.parse_schema(schema), [record], metadata={"format-version": "2", "content": "data"}
+    )
+    fio.new_output("s3://b/retyped.avro").write(buf.getvalue())
+    mf = ManifestFile("s3://b/retyped.avro", len(buf.getvalue()), 0, added_snapshot_id=1)
+    clear_caches()
+    with pytest.raises(InvalidMetadata, match="file_path") as info:
+        read_manifest(fio.new_input("s3://b/retyped.avro"), mf)
+    assert "retyped.avro" in str(info.value)
