@@ -109,3 +109,26 @@ def test_roots_favour_write_speed_and_leaves_size(tmp_path: Path) -> None:
         read_v4_manifest(t.io, snap.root_manifest, expected="root").num_rows
         == root_table(t.io, t.metadata, snap).num_rows
     )
+
+
+def test_batched_leaf_read_tolerates_an_empty_trailing_leaf(tmp_path: Path) -> None:
+    """A leaf with no entries (a foreign writer's, or one whose entries all moved) at the end
+    of the batch: first-row-id inheritance must not index past the batch."""
+    import dataclasses
+
+    from firn.manifests.v4_io import write_v4_manifest
+    from firn.table.v4.state import read_leaves_batched
+
+    t, _ = _table(tmp_path)
+    snap = t.current_snapshot()
+    assert snap is not None
+    refs = [r for r in manifest_refs(root_table(t.io, t.metadata, snap)) if r.content.name == "DATA_MANIFEST"]
+    clear_v4_cache()
+    before = read_leaves_batched(t.io, t.metadata, refs)
+    empty = read_v4_manifest(t.io, refs[0].location).slice(0, 0)
+    location = refs[0].location.replace(".parquet", "-empty.parquet")
+    write_v4_manifest(t.io, location, empty, "data")
+    empty_ref = dataclasses.replace(refs[-1], location=location, record_count=0, row=refs[-1].row + 1)
+    after = read_leaves_batched(t.io, t.metadata, [*refs, empty_ref])
+    assert after.table.num_rows == before.table.num_rows
+    assert after.table.column("first_row_id").to_pylist() == before.table.column("first_row_id").to_pylist()

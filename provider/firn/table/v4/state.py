@@ -382,7 +382,9 @@ def _inherit_batched(
         if needs.any():
             counts = np.where(needs, big.column("record_count").to_numpy(), 0)
             cs = np.cumsum(counts)
-            before_leaf = (cs - counts)[starts]  # rows reserved by earlier leaves
+            # Rows reserved by earlier leaves; the appended total serves empty trailing leaves,
+            # whose start is the row count (they have no rows, so their value is unused).
+            before_leaf = np.append(cs - counts, cs[-1])[starts]
             first = base[leaf] + (cs - counts) - before_leaf[leaf]
             filled = pc.if_else(pa.array(needs), pa.array(first, pa.int64()), frid)
             big = big.set_column(big.schema.get_field_index("first_row_id"), "first_row_id", filled)
