@@ -6,6 +6,9 @@ delete files (Parquet or Puffin) — is damaged in turn — truncated, a bit fli
 fixed seed — and a fresh catalog loads the table and scans it. The scan may succeed (the
 damage hit bytes nothing reads, or a value that is still valid) or fail, but only with a
 FirnError; bare pyarrow, zlib, Unicode or enum errors are bugs.
+
+Longer campaigns: ``FIRN_CORRUPTION_DAMAGES=200 FIRN_CORRUPTION_SEED=7 pytest
+tests/firn/table/test_corruption_fuzz.py`` (damages per file; seed offset).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from firn.errors import FirnError
 from firn.manifests import cache as avro_cache
 from firn.manifests.v4_io import clear_v4_cache
 
-DAMAGES_PER_FILE = 12
+DAMAGES_PER_FILE = int(os.environ.get("FIRN_CORRUPTION_DAMAGES", "12"))
+SEED = int(os.environ.get("FIRN_CORRUPTION_SEED", "0"))
 
 
 def _damage(data: bytes, rng: random.Random) -> bytes:
@@ -62,7 +66,7 @@ def test_damaged_files_raise_firn_errors(tmp_path: Path, version: int) -> None:
     table.append(rows)
     table.delete("id < 5")
     expected = table.scan().count()
-    rng = random.Random(version)
+    rng = random.Random(SEED * 10 + version)
     escaped: list[str] = []
     files = _damageable(table.location)
     assert len(files) >= 4
