@@ -66,7 +66,10 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=4, help="data files (one append each)")
     parser.add_argument("--fraction", type=float, default=0.1, help="fraction of rows deleted")
     parser.add_argument("--runs", type=int, default=7, help="timed runs per scan (median reported)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 50,000 rows, 3 runs")
     args = parser.parse_args()
+    if args.quick:
+        args.rows, args.runs = 50_000, 3
 
     rng = np.random.default_rng(42)
     with tempfile.TemporaryDirectory() as tmp:

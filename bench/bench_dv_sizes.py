@@ -53,7 +53,10 @@ def measure(rows: int, density: float, seed: int) -> tuple[int, int, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5, help="random draws per cell (median reported)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 1 draw per cell")
     args = parser.parse_args()
+    if args.quick:
+        args.seeds = 1
 
     print("Serialized roaring sizes: Firn vs seed 004 'Roaring Bitmap' (compared: 32-bit portable)")
     print(f"median of {args.seeds} seeds; within = |diff| <= {TOLERANCE:.0%}\n")

@@ -60,7 +60,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--entries", type=int, default=3000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="smoke run: 300 entries, 1 repeat")
     args = ap.parse_args()
+    if args.quick:
+        args.entries, args.repeats = 300, 1
     n = args.entries
     cache.configure_caches(enabled=False)
     fio = InMemoryFileIO()
