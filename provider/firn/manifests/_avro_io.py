@@ -8,8 +8,10 @@ or position: Java has renamed manifest-list fields over time (``added_data_files
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import io
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -68,28 +70,49 @@ def open_avro(data: bytes, location: str) -> AvroContents:
         raise corrupt(location, e) from e
     if not isinstance(writer_schema, dict) or writer_schema.get("type") != "record":
         raise InvalidMetadata("Avro schema is not a record", location=location)
-    _check_no_empty_items(writer_schema, location)
+    schema_json = str(metadata.get("avro.schema", ""))
+    if _has_zero_byte_array_items(schema_json):
+        raise InvalidMetadata(
+            "Avro schema has an array of zero-byte items; the file is corrupt or not an Iceberg file",
+            location=location,
+        )
     # The top-level schema is a record, so every datum fastavro yields is a dict.
     records = cast(Iterator[dict[Any, Any]], iter(reader))
     return AvroContents(metadata, str(metadata.get("avro.schema", "")), writer_schema, records)
 
 
-_FIXED_SIZE = {"null": 0, "boolean": 1, "int": 1, "long": 1, "float": 4, "double": 8, "bytes": 1, "string": 1}
+_MIN_ENCODED_SIZE = {
+    "null": 0,
+    "boolean": 1,
+    "int": 1,
+    "long": 1,
+    "float": 4,
+    "double": 8,
+    "bytes": 1,
+    "string": 1,
+}
 
 
-def _check_no_empty_items(schema: Any, location: str) -> None:
-    """Refuse schemas with arrays or maps whose items encode in zero bytes.
+@functools.lru_cache(maxsize=256)
+def _has_zero_byte_array_items(schema_json: str) -> bool:
+    """Whether the schema has an array whose items encode in zero bytes.
 
     A block of such items holds any count in a few bytes, so a damaged count makes a decoder
     build records until memory runs out (fastavro does: a flipped byte in a manifest's
     header turned an item record's fields into none, and decoding was killed by the OOM
-    killer). No Iceberg manifest or manifest list has such a schema."""
+    killer). No Iceberg manifest or manifest list has such a schema. Cached by the schema
+    text, which every manifest of one spec shares."""
+    try:
+        schema = json.loads(schema_json)
+    except ValueError:
+        return False  # fastavro parsed the header; nothing else to check
     named: dict[str, Any] = {}
+    found = False
 
     def min_size(s: Any, seen: frozenset[str]) -> int:
         if isinstance(s, str):
-            if s in _FIXED_SIZE:
-                return _FIXED_SIZE[s]
+            if s in _MIN_ENCODED_SIZE:
+                return _MIN_ENCODED_SIZE[s]
             if s in seen or s not in named:
                 return 1  # recursive or unknown reference: fastavro rejects the unknown ones
             return min_size(named[s], seen | {s})
@@ -105,13 +128,12 @@ def _check_no_empty_items(schema: Any, location: str) -> None:
             named[name] = s
         if t == "record":
             return sum(min_size(f.get("type"), seen) for f in s.get("fields", ()))
-        if t in ("array", "map"):
-            items = s.get("items") if t == "array" else s.get("values")
-            if min_size(items, seen) + (1 if t == "map" else 0) == 0:
-                raise InvalidMetadata(
-                    f"Avro schema has an {t} of zero-byte items; the file is corrupt or not an Iceberg file",
-                    location=location,
-                )
+        if t == "array":
+            nonlocal found
+            found = found or min_size(s.get("items"), seen) == 0
+            return 1
+        if t == "map":  # a map's keys are strings, so its items are never empty
+            min_size(s.get("values"), seen)
             return 1
         if t == "fixed":
             return int(s.get("size", 0))
@@ -120,6 +142,7 @@ def _check_no_empty_items(schema: Any, location: str) -> None:
         return min_size(t, seen)
 
     min_size(schema, frozenset())
+    return found
 
 
 def write_avro(

@@ -6,10 +6,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
+from collections.abc import Iterator
 
 from firn.spec.metadata_json import metadata_from_json, metadata_to_json
 from firn.spec.schema import Schema
 from firn.spec.snapshots import Operation, Snapshot, SnapshotLogEntry, Summary
+from firn.spec.table_metadata import TableMetadata
 from firn.spec.types import LONG, NestedField
 from firn.table.create import new_table_metadata
 
@@ -26,10 +28,10 @@ def _snap(i: int, parent: int | None) -> Snapshot:
     )
 
 
-def test_incremental_encoding_matches_full_encoding_across_appends_and_expiry() -> None:
-    md = new_table_metadata(Schema(NestedField(1, "id", LONG)), location="s3://b/t", format_version=2)
+def _growing(md: TableMetadata, n: int) -> Iterator[tuple[int, TableMetadata]]:
+    """``md`` with snapshots 1..i and their log, for i = 1..n (one commit each)."""
     snaps: list[Snapshot] = []
-    for i in range(1, 40):
+    for i in range(1, n + 1):
         snaps.append(_snap(i, i - 1 if i > 1 else None))
         md = dataclasses.replace(
             md,
@@ -37,13 +39,19 @@ def test_incremental_encoding_matches_full_encoding_across_appends_and_expiry() 
             snapshot_log=tuple(SnapshotLogEntry(s.snapshot_id, s.timestamp_ms) for s in snaps),
             current_snapshot_id=i,
         )
+        yield i, md
+
+
+def test_incremental_encoding_matches_full_encoding_across_appends_and_expiry() -> None:
+    base = new_table_metadata(Schema(NestedField(1, "id", LONG)), location="s3://b/t", format_version=2)
+    for i, md in _growing(base, 39):
         text = metadata_to_json(md)
         parsed = json.loads(text)
         assert [s["snapshot-id"] for s in parsed["snapshots"]] == list(range(1, i + 1))
         assert [e["snapshot-id"] for e in parsed["snapshot-log"]] == list(range(1, i + 1))
     # Expire a snapshot in the middle: same first/last ids and a different length must not hit
     # a stale cached text.
-    kept = tuple(s for s in snaps if s.snapshot_id != 20)
+    kept = tuple(s for s in md.snapshots if s.snapshot_id != 20)
     md = dataclasses.replace(md, snapshots=kept, snapshot_log=md.snapshot_log[20:], table_uuid=uuid.uuid4())
     back = metadata_from_json(metadata_to_json(md))
     assert [s.snapshot_id for s in back.snapshots] == [s.snapshot_id for s in kept]
@@ -69,18 +77,10 @@ def test_gzip_encoding_is_the_json_text_in_reused_members() -> None:
 
     from firn.spec.metadata_json import SNAPSHOT_BLOCK, metadata_to_gzip
 
-    md = new_table_metadata(Schema(NestedField(1, "id", LONG)), location="s3://b/t", format_version=2)
-    assert gzip.decompress(metadata_to_gzip(md)).decode() == metadata_to_json(md)  # no snapshots
-    snaps: list[Snapshot] = []
+    base = new_table_metadata(Schema(NestedField(1, "id", LONG)), location="s3://b/t", format_version=2)
+    assert gzip.decompress(metadata_to_gzip(base)).decode() == metadata_to_json(base)  # no snapshots
     previous: list[bytes] = []
-    for i in range(1, 3 * SNAPSHOT_BLOCK + 3):
-        snaps.append(_snap(i, i - 1 if i > 1 else None))
-        md = dataclasses.replace(
-            md,
-            snapshots=tuple(snaps),
-            snapshot_log=tuple(SnapshotLogEntry(s.snapshot_id, s.timestamp_ms) for s in snaps),
-            current_snapshot_id=i,
-        )
+    for i, md in _growing(base, 3 * SNAPSHOT_BLOCK + 2):
         data = metadata_to_gzip(md)
         assert gzip.decompress(data).decode() == metadata_to_json(md), f"at {i} snapshots"
         full_blocks = i // SNAPSHOT_BLOCK

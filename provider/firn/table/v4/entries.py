@@ -28,6 +28,7 @@ from firn.spec.content import (
 )
 from firn.spec.table_metadata import TableMetadata
 from firn.table.metadata_io import metadata_dir
+from firn.table.v4.state import status_np
 
 
 def _arr(x: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -68,8 +69,6 @@ def set_version_info(
 def carry_over(root: pa.Table) -> pa.Table:
     """A new snapshot's view of its parent's root: DELETED entries dropped (they appear only in
     the snapshot that deletes) and ADDED entries become EXISTING (seed 004)."""
-    from firn.table.v4.state import status_np
-
     if root.num_rows == 0:
         return root
     status = status_np(root)

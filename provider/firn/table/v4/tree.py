@@ -47,6 +47,7 @@ from firn.table.v4.state import (
     mdv_keep_mask,
     read_leaves,
     root_table,
+    status_np,
 )
 
 if TYPE_CHECKING:
@@ -432,8 +433,6 @@ def _explicit_vi(leaf: pa.Table, sequence_number: int) -> pa.StructArray:
 def _assign_row_ids(added: pa.Table, next_row_id: int) -> tuple[pa.Table, int]:
     """Spec "First Row ID Assignment": new data entries and data manifests without a first
     row id get consecutive ranges (a manifest reserves its added + existing rows)."""
-    from firn.table.v4.state import status_np
-
     ct = added.column("content_type").to_numpy()
     frid = added.column("first_row_id")
     needs = (
