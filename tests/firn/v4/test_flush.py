@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
+
 from firn.manifests.v4_io import read_v4_manifest
 
-from .support import Labels, commit_append, commit_change, data_files, ids, new_table
+from .support import SCHEMA, Labels, commit_append, commit_change, data_files, ids, new_table
 
 
 def _root(t):  # type: ignore[no-untyped-def]
@@ -48,6 +50,25 @@ def test_writer_flushes_synchronously_only_above_the_hard_cap(tmp_path: Path) ->
     # a leaf and adds its own file to the root (new files never join a flushed leaf).
     assert counts == [1, 2, 3, 4, 1, 2]
     assert ids(t) == list(range(6))
+
+
+def test_default_root_caps_keep_single_file_appends_on_a_small_root(tmp_path: Path) -> None:
+    # Defaults: maintenance flushes above 200 root data files, writers above 2 x 200 = 400,
+    # so a table taking small appends and no maintenance keeps a root of at most 400 files.
+    t = new_table(tmp_path)
+    p = t.metadata.table_properties
+    assert (p.root_max_data_files, p.root_max_delete_vectors, p.root_writer_flush_factor) == (200, 200, 2)
+    rows = pa.table({"id": [0], "name": ["x"]}, schema=SCHEMA)
+    root_files, flushed = [], []
+    for _ in range(402):
+        t.append(rows)
+        summary = t.current_snapshot().summary
+        root_files.append(int(summary.get("root-entries") or -1))
+        flushed.append(summary.get("root-flushed-entries"))
+    assert root_files[399] == 400 and root_files[400] == 2  # the leaf plus the 401st file
+    assert root_files[401] == 3
+    assert flushed[400] == "400" and flushed.count(None) == 401
+    assert len(ids(t)) == 402
 
 
 def test_large_manifest_dv_goes_to_puffin(tmp_path: Path) -> None:
