@@ -33,10 +33,20 @@ def _writer(tmp: str, writer: int, start: mp.synchronize.Event) -> None:  # type
         table.append(pa.table({"id": [writer * 1000 + i], "writer": [writer]}, schema=SCHEMA))
 
 
-def test_concurrent_small_commits_from_four_processes_all_land(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "props",
+    [
+        {},
+        # A writer flush every few commits: writers race each other's flushes, and a retried
+        # commit must flush (or not) against the root it lands on.
+        {"commit.root.max-data-files": "2", "commit.root.writer-flush-factor": "2"},
+    ],
+    ids=["defaults", "writer-flushes"],
+)
+def test_concurrent_small_commits_from_four_processes_all_land(tmp_path: Path, props: dict[str, str]) -> None:
     cat = _catalog(str(tmp_path))
     cat.create_namespace("db")
-    cat.create_table("db.t", schema=SCHEMA)  # V4 by default
+    cat.create_table("db.t", schema=SCHEMA, properties=props)  # V4 by default
     ctx = mp.get_context("spawn")
     start = ctx.Event()
     procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, start)) for w in range(WRITERS)]
@@ -55,6 +65,8 @@ def test_concurrent_small_commits_from_four_processes_all_land(tmp_path: Path) -
     assert len(chain) == WRITERS * COMMITS == len(t.snapshots())
     assert all(s.summary.get("added-data-files") == "1" for s in chain)
     assert all(s.root_manifest is not None for s in chain)
+    flushes = sum(1 for s in chain if s.summary.get("root-flushed-entries"))
+    assert (flushes > 0) == bool(props)
 
 
 CRASHER = textwrap.dedent(
