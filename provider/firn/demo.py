@@ -1,16 +1,25 @@
-"""``make demo`` (``python -m firn.demo``): a partitioned v2 table, a few appends, time travel.
+"""``make demo`` (``python -m firn.demo``): a partitioned v2 table, then the same events in a
+V4 table committed one small file at a time.
 
 Creates ``./warehouse`` with a SQLite catalog at ``./warehouse/catalog.db``, (re)creates the
-table ``demo.events`` partitioned by ``region`` (identity) and ``ts`` (day), appends four
-batches of events, deletes one region's rows, and prints a short summary: every snapshot
-with its rows and files, and a time-travel scan back to the first append. Running it again
-starts over with a fresh table, so it always prints the same shape of output.
+table ``demo.events`` (format v2) partitioned by ``region`` (identity) and ``ts`` (day),
+appends four batches of events, deletes one region's rows, and prints a short summary: every
+snapshot with its rows and files, and a time-travel scan back to the first append.
+
+Then ``demo.events_v4`` (format-version 4, the default): the same batches as small commits,
+printing the metadata files and bytes each writes (a root manifest plus the metadata file);
+a merge-on-read delete (deletion vectors in the root); the changes per snapshot, read from
+the roots; and a root flush — planned (dry run), committed — with the table read before and
+after to show nothing changed. Running it again starts over with fresh tables, so it always
+prints the same shape of output.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,6 +30,7 @@ from firn.catalog.base_catalog import BaseCatalog
 from firn.table.table import Table
 
 TABLE = "demo.events"
+TABLE_V4 = "demo.events_v4"
 SCHEMA = pa.schema(
     [
         pa.field("id", pa.int64(), nullable=False),
@@ -47,18 +57,75 @@ def batch(day: int, start: int, count: int) -> pa.Table:
     )
 
 
-def fresh_table(catalog: Catalog) -> Table:
-    """Drop ``demo.events`` (with its files) if a previous run left it, and create it anew."""
+def fresh_table(catalog: Catalog, name: str = TABLE, **properties: str) -> Table:
+    """Drop ``name`` (with its files) if a previous run left it, and create it anew."""
     if not catalog.namespace_exists("demo"):
         catalog.create_namespace("demo")
-    if catalog.table_exists(TABLE):
-        catalog.drop_table(TABLE, purge=True)
+    if catalog.table_exists(name):
+        catalog.drop_table(name, purge=True)
     return catalog.create_table(
-        TABLE,
+        name,
         SCHEMA,
         partition_spec=[("region", "identity"), ("ts", "day")],
-        properties={"format-version": "2"},
+        properties=properties or {"format-version": "2"},
     )
+
+
+def metadata_files(table: Table) -> dict[str, int]:
+    """Files under the table's ``metadata/`` directory, with their sizes."""
+    root = Path(table.location.removeprefix("file://")) / "metadata"
+    return {str(p): p.stat().st_size for p in root.rglob("*") if p.is_file()} if root.exists() else {}
+
+
+def run_v4(catalog: Catalog) -> None:
+    table = fresh_table(catalog, TABLE_V4, **{"format-version": "4", "write.delete.mode": "merge-on-read"})
+    print(f"\nCreated {table.name} (format v{table.format_version}): the same events, one small commit each")
+    print(f"  {'commit':<38} {'metadata files':>14} {'bytes':>7}  names")
+    first = None
+
+    def commit(label: str, fn: Callable[[], object]) -> None:
+        before = metadata_files(table)
+        fn()
+        new = {p: n for p, n in metadata_files(table).items() if p not in before}
+        kinds = sorted("root manifest" if "/root-" in p else "metadata JSON" for p in new)
+        print(f"  {label:<38} {len(new):>14} {sum(new.values()):>7}  {', '.join(kinds)}")
+
+    for day, start, count in ((0, 0, 30), (1, 30, 25), (1, 55, 20), (2, 75, 25)):
+        commit(
+            f"append {count} events (day {day + 1})",
+            functools.partial(table.append, batch(day, start, count)),
+        )
+        if first is None:
+            first = table.current_snapshot()
+    commit("delete region = 'ap' and amount > 100", lambda: table.delete("region = 'ap' and amount > 100"))
+    if first is None:  # pragma: no cover - the first append always commits
+        raise RuntimeError("the first append committed nothing")
+
+    print("\nChanges per snapshot, read from the roots (table.changes):")
+    for ch in table.changes(None):
+        print(
+            f"  {ch.snapshot_id:>20}  {ch.operation:<9} +{len(ch.added_data_files)} data files "
+            f"-{len(ch.removed_data_files)}, +{len(ch.added_dvs)} DVs"
+        )
+
+    before = table.scan().to_arrow().sort_by("id")
+    flush = table.maintenance.flush_root(force=True)
+    plan = flush.plan()
+    print(
+        f"\nRoot flush, dry run: {plan.root_data_files} data files and {plan.root_delete_files} "
+        f"DVs in the root would move into leaf manifests"
+    )
+    result = flush.commit()
+    after = table.scan().to_arrow().sort_by("id")
+    flushed = table.current_snapshot()
+    root_entries = flushed.summary.get("root-entries") if flushed is not None else "?"
+    print(
+        f"Root flush, committed: {result.data_files_moved} data files and {result.delete_files_moved} "
+        f"DVs moved into {result.leaves_written} leaves ({result.bytes_written:,} bytes); "
+        f"the root now has {root_entries} entries"
+    )
+    same = "identical" if before.equals(after) else "DIFFERENT"
+    print(f"Read before and after the flush: {before.num_rows} rows vs {after.num_rows} rows, {same}")
 
 
 def run(warehouse: Path) -> None:
@@ -104,7 +171,9 @@ def run(warehouse: Path) -> None:
         print(f"  {old.num_rows} rows, ids {min(ids)}..{max(ids)}")
         as_of = table.scan(as_of=first.timestamp_ms).count()
         print(f"  as_of its commit time ({first.timestamp_ms} ms): {as_of} rows")
-        print(f"\nCatalog: {warehouse / 'catalog.db'}; metadata: {table.metadata_location}")
+
+        run_v4(catalog)
+        print(f"\nCatalog: {warehouse / 'catalog.db'}; warehouse: {warehouse}")
     finally:
         if isinstance(catalog, BaseCatalog):  # the SQL catalog holds a connection pool
             catalog.close()

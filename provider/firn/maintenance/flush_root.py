@@ -114,6 +114,7 @@ class _FlushTree:
             "folded-manifest-dvs": str(stats.manifest_dvs_folded),
             "manifests-created": str(len(stats.leaves)),
             "root-manifest-size": str(size),
+            "root-entries": str(root.num_rows),
         }
         return TreeResult(
             root_manifest=location, added_rows=0 if base.tracks_row_lineage else None, summary_extra=extra
