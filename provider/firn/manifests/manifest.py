@@ -48,6 +48,7 @@ from firn.spec.content import (
     ManifestContent,
     ManifestEntry,
     ManifestFile,
+    make_data_file,
 )
 from firn.spec.partitioning import PartitionSpec
 from firn.spec.schema import Schema
@@ -483,7 +484,7 @@ def _decode_entries(
         record_count = f[n_count]
         split = f.get(n_split)
         eq = f.get(n_eq)
-        data_file = DataFile(
+        data_file = make_data_file(
             content=content,
             file_path=f[n_path],
             file_format=file_format,

@@ -32,6 +32,7 @@ from firn.spec.content import (
     FileFormat,
     ManifestEntry,
     ManifestStats,
+    make_data_file,
 )
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.types import (
@@ -541,7 +542,7 @@ class V4Layout:
                     if s.get("nan_value_count") is not None:
                         nans[fid] = s["nan_value_count"]
             dv = dvs[i]
-            f = DataFile(
+            f = make_data_file(
                 content=FileContent(d["content_type"][i]),
                 file_path=d["location"][i] or "",
                 file_format=FileFormat.parse(d["file_format"][i]),

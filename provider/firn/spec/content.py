@@ -11,7 +11,7 @@ manifests; the V4 edge converts them to and from typed columns.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -98,6 +98,90 @@ class DataFile:
 
     def evolve(self, **changes: Any) -> DataFile:
         return replace(self, **changes)
+
+
+# Building a DataFile through its frozen-dataclass ``__init__`` costs one ``object.__setattr__``
+# call per field, about 2 us for 21 fields; planning builds one per manifest entry. The slot
+# descriptors below set the same fields directly (about 1 us). ``make_data_file`` takes the
+# same arguments as ``DataFile`` and returns an equal object; a test keeps the two in step.
+_new = object.__new__
+
+
+def _slot_setter(name: str) -> Callable[[DataFile, Any], None]:
+    setter: Callable[[DataFile, Any], None] = DataFile.__dict__[name].__set__
+    return setter
+
+
+_set_content = _slot_setter("content")
+_set_file_path = _slot_setter("file_path")
+_set_file_format = _slot_setter("file_format")
+_set_partition = _slot_setter("partition")
+_set_record_count = _slot_setter("record_count")
+_set_file_size_in_bytes = _slot_setter("file_size_in_bytes")
+_set_spec_id = _slot_setter("spec_id")
+_set_column_sizes = _slot_setter("column_sizes")
+_set_value_counts = _slot_setter("value_counts")
+_set_null_value_counts = _slot_setter("null_value_counts")
+_set_nan_value_counts = _slot_setter("nan_value_counts")
+_set_lower_bounds = _slot_setter("lower_bounds")
+_set_upper_bounds = _slot_setter("upper_bounds")
+_set_key_metadata = _slot_setter("key_metadata")
+_set_split_offsets = _slot_setter("split_offsets")
+_set_equality_ids = _slot_setter("equality_ids")
+_set_sort_order_id = _slot_setter("sort_order_id")
+_set_first_row_id = _slot_setter("first_row_id")
+_set_referenced_data_file = _slot_setter("referenced_data_file")
+_set_content_offset = _slot_setter("content_offset")
+_set_content_size_in_bytes = _slot_setter("content_size_in_bytes")
+
+
+def make_data_file(
+    content: FileContent,
+    file_path: str,
+    file_format: FileFormat,
+    partition: PartitionTuple,
+    record_count: int,
+    file_size_in_bytes: int,
+    spec_id: int = 0,
+    column_sizes: Mapping[int, int] | None = None,
+    value_counts: Mapping[int, int] | None = None,
+    null_value_counts: Mapping[int, int] | None = None,
+    nan_value_counts: Mapping[int, int] | None = None,
+    lower_bounds: Mapping[int, bytes] | None = None,
+    upper_bounds: Mapping[int, bytes] | None = None,
+    key_metadata: bytes | None = None,
+    split_offsets: tuple[int, ...] | None = None,
+    equality_ids: tuple[int, ...] | None = None,
+    sort_order_id: int | None = None,
+    first_row_id: int | None = None,
+    referenced_data_file: str | None = None,
+    content_offset: int | None = None,
+    content_size_in_bytes: int | None = None,
+) -> DataFile:
+    """``DataFile(...)`` built without the frozen dataclass's per-field ``__setattr__`` calls."""
+    f: DataFile = _new(DataFile)
+    _set_content(f, content)
+    _set_file_path(f, file_path)
+    _set_file_format(f, file_format)
+    _set_partition(f, partition)
+    _set_record_count(f, record_count)
+    _set_file_size_in_bytes(f, file_size_in_bytes)
+    _set_spec_id(f, spec_id)
+    _set_column_sizes(f, column_sizes)
+    _set_value_counts(f, value_counts)
+    _set_null_value_counts(f, null_value_counts)
+    _set_nan_value_counts(f, nan_value_counts)
+    _set_lower_bounds(f, lower_bounds)
+    _set_upper_bounds(f, upper_bounds)
+    _set_key_metadata(f, key_metadata)
+    _set_split_offsets(f, split_offsets)
+    _set_equality_ids(f, equality_ids)
+    _set_sort_order_id(f, sort_order_id)
+    _set_first_row_id(f, first_row_id)
+    _set_referenced_data_file(f, referenced_data_file)
+    _set_content_offset(f, content_offset)
+    _set_content_size_in_bytes(f, content_size_in_bytes)
+    return f
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,30 @@ class FileScanTask:
         return self.file.file_path
 
 
+_set_task_file = FileScanTask.__dict__["file"].__set__
+_set_task_seq = FileScanTask.__dict__["data_sequence_number"].__set__
+_set_task_deletes = FileScanTask.__dict__["delete_files"].__set__
+_set_task_residual = FileScanTask.__dict__["residual"].__set__
+_set_task_origin = FileScanTask.__dict__["origin"].__set__
+
+
+def make_file_scan_task(
+    file: DataFile,
+    data_sequence_number: int,
+    delete_files: tuple[DataFile, ...] = (),
+    residual: BooleanExpression | None = None,
+    origin: tuple[str, int] | None = None,
+) -> FileScanTask:
+    """``FileScanTask(...)`` built through its slot descriptors (as ``make_data_file``)."""
+    t: FileScanTask = object.__new__(FileScanTask)
+    _set_task_file(t, file)
+    _set_task_seq(t, data_sequence_number)
+    _set_task_deletes(t, delete_files)
+    _set_task_residual(t, residual)
+    _set_task_origin(t, origin)
+    return t
+
+
 def partition_type_or_none(spec: PartitionSpec, schema: Schema) -> StructType | None:
     """The spec's partition type against ``schema``; None when a source column was dropped."""
     try:

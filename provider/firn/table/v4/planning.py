@@ -30,11 +30,11 @@ from firn.expressions.projection import partition_struct, project_inclusive
 from firn.io.base import FileIO
 from firn.manifests.v4_io import conform
 from firn.manifests.v4_layout import V4Layout, specs_partition_ids
-from firn.spec.content import DataFile, FileContent, FileFormat
+from firn.spec.content import DataFile, FileContent, FileFormat, make_data_file
 from firn.spec.schema import Schema
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
-from firn.table.planning import FileScanTask, _SpecEvaluators, partition_type_or_none
+from firn.table.planning import FileScanTask, _SpecEvaluators, make_file_scan_task, partition_type_or_none
 from firn.table.v4.state import (
     ROOT,
     live_mask,
@@ -203,29 +203,28 @@ class PlannedTasks(Sequence[FileScanTask]):
         evaluators = _SpecEvaluators(self._md, self._schema, self._filter, self._case_sensitive)
         residual_cache: dict[tuple[Any, ...], BooleanExpression] = {}
         formats = {f.value: f for f in FileFormat}
-        out = []
+        data = FileContent.DATA
         deletes = self._deletes
-        for i in range(n):
-            p = partitions[i]
-            key = (spec[i], p)
+        make_task = make_file_scan_task
+        out: list[FileScanTask] = []
+        append = out.append
+        # One pass over parallel lists (no per-field indexing); objects built through their
+        # slot descriptors (``make_data_file``: half the cost of the frozen dataclass init).
+        for path, fm, records, nbytes, spec_id, first_row, seq_no, sort_id, p, man, ordinal in zip(
+            loc, fmt, rc, size, spec, frid, seq, sort, partitions, o_man, o_ord, strict=True
+        ):
+            key = (spec_id, p)
             residual = residual_cache.get(key)
             if residual is None:
-                residual = evaluators.residual(spec[i]).residual_for(p)
+                residual = evaluators.residual(spec_id).residual_for(p)
                 residual_cache[key] = residual
-            f = DataFile(
-                FileContent.DATA,
-                loc[i],
-                formats[fmt[i]],
-                p,
-                rc[i],
-                size[i] or 0,
-                spec[i],
-                sort_order_id=sort[i],
-                first_row_id=frid[i],
-            )
-            s = seq[i] or 0
+            f = make_data_file(
+                data, path, formats[fm], p, records, nbytes or 0, spec_id, None, None, None, None, None,
+                None, None, None, None, sort_id, first_row,
+            )  # fmt: skip
+            s = seq_no or 0
             dfs = deletes.for_data_file(f, s) if deletes is not None else ()
-            out.append(FileScanTask(f, s, dfs, residual, (o_man[i], o_ord[i])))
+            append(make_task(f, s, dfs, residual, (man, ordinal)))
         return out
 
 
