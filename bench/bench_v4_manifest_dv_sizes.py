@@ -4,7 +4,7 @@
 
 A manifest DV removes leaf *ordinals*; Firn stores it in the root entry's ``inline_content``
 as a 32-bit portable roaring bitmap, built the way the commit path builds it
-(``BitMap(ordinals)``, ``run_optimize()``, ``serialize()``; ``firn.table.v4.tree``). Above
+(``BitMap(ordinals)``, ``run_optimize()``, ``serialize()``; ``firn.core.v4.writer``). Above
 ``manifest-dv.inline-max-bytes`` (default 16 KiB) it goes to Puffin as a
 ``deletion-vector-v1`` blob instead, so the storage column says which one applies.
 
@@ -50,10 +50,10 @@ def stored_in_root(entries: int, ords: np.ndarray) -> int:
     from _harness import firn_catalog, workdir
     from bench_v4_planning import SCHEMA, make_files
     from firn.spec.content import FileContent
-    from firn.table.actions.append import AppendFiles
-    from firn.table.actions.overwrite import OverwriteFiles
-    from firn.table.transaction import Transaction
-    from firn.table.v4.state import root_table
+    from firn.core.actions.append import AppendFiles
+    from firn.core.actions.overwrite import OverwriteFiles
+    from firn.core.transaction import Transaction
+    from firn.core.v4.reader import root_table
 
     with workdir("mdv") as root:
         table = firn_catalog(root).create_table("db.t", schema=SCHEMA, properties={"format-version": "4"})

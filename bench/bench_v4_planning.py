@@ -113,8 +113,8 @@ def make_files(location: str, leaf: int, per_leaf: int, rng: random.Random) -> l
 def build(cache: Path, leaves: int, per_leaf: int) -> None:
     """Build both tables into ``cache`` (a fresh directory)."""
     from firn.manifests.v4_io import clear_v4_cache
-    from firn.table.actions.append import AppendFiles
-    from firn.table.transaction import Transaction
+    from firn.core.actions.append import AppendFiles
+    from firn.core.transaction import Transaction
 
     if cache.exists():
         shutil.rmtree(cache)
@@ -174,7 +174,7 @@ def object_floor(n: int) -> float:
     """Seconds to construct ``n`` minimal DataFile + FileScanTask pairs with Firn's fastest
     builders (collector off, as Firn's materialization runs)."""
     from firn.spec.content import FileContent, FileFormat, make_data_file
-    from firn.table.planning import make_file_scan_task
+    from firn.core.planning import make_file_scan_task
 
     paths = [f"s3://bucket/t/data/{i:08d}.parquet" for i in range(n)]
     gc.collect()
@@ -196,7 +196,7 @@ def object_floor(n: int) -> float:
 
 def count_leaf_reads(fn: Callable[[], object]) -> set[str]:
     """The leaf manifests read (not served from cache) while ``fn`` runs."""
-    import firn.table.v4.state as state
+    import firn.core.v4.reader as state
 
     opened: set[str] = set()
     original = state.read_v4_manifest

@@ -53,10 +53,10 @@ def main() -> int:
     quiet_peers()
 
     from firn.spec.content import FileContent
-    from firn.table.actions.append import AppendFiles
-    from firn.table.actions.overwrite import OverwriteFiles
-    from firn.table.transaction import Transaction
-    from firn.table.v4.state import root_table
+    from firn.core.actions.append import AppendFiles
+    from firn.core.actions.overwrite import OverwriteFiles
+    from firn.core.transaction import Transaction
+    from firn.core.v4.reader import root_table
 
     n = args.entries
     with workdir("remove-one", keep=args.keep) as root:

@@ -5,7 +5,7 @@ INTERFACE — implemented by ``firn.catalog.sql.SqlCatalog`` and
 
 Identifiers are ``"db.table"`` strings or tuples (``("db", "table")``); namespaces are
 ``"db"``/``"a.b"`` or tuples. Table commits go through :meth:`Catalog.commit_table`, which the
-transaction (``firn.table.transaction``) calls after writing a new metadata file.
+transaction (``firn.core.transaction``) calls after writing a new metadata file.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from firn.io.base import FileIO
 
 if TYPE_CHECKING:
     from firn.spec.table_metadata import TableMetadata
-    from firn.table.create import PartitionSpecLike, SchemaLike, SortOrderLike
+    from firn.core.create import PartitionSpecLike, SchemaLike, SortOrderLike
     from firn.table.table import Table
 
 Identifier = tuple[str, ...]

@@ -70,7 +70,7 @@ def referenced_data_file_of(delete_file: DataFile) -> str | None:
 
 
 def _location(metadata: TableMetadata, spec: PartitionSpec, partition: PartitionTuple, name: str) -> str:
-    from firn.table.writer import DefaultLocationProvider
+    from firn.core.writer import DefaultLocationProvider
 
     path = spec.partition_path(partition, metadata.schema()) if spec.fields else None
     return DefaultLocationProvider.for_table(metadata).new_data_location(name, path)
@@ -260,7 +260,7 @@ def write_equality_delete_files(
         raise ValidationError(f"equality delete rows are missing column(s) {missing}")
     if rows.num_rows == 0:
         return []
-    from firn.table.writer import partition_rows
+    from firn.core.writer import partition_rows
 
     data = cast_to_schema(rows, file_schema)
     write_id = uuid.uuid4()
@@ -305,7 +305,7 @@ def write_deletion_vectors(
     ``content_offset``/``content_size_in_bytes`` exactly the blob's, ``record_count`` = the
     cardinality, and the data file's spec and partition. The positions given are written as is:
     merging a file's earlier deletes (spec: one DV per data file) is the caller's job
-    (``firn.table.actions.merge_on_read``).
+    (``firn.core.actions.merge_on_read``).
     """
     v = metadata.format_version
     if v < MIN_FORMAT_VERSION_DELETION_VECTORS:

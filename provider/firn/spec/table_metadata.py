@@ -1,7 +1,7 @@
 """Table metadata (spec: "Table Metadata", Appendix C).
 
 :class:`TableMetadata` is immutable. New versions are made with ``dataclasses.replace`` by the
-metadata builder (``firn.table.metadata_builder``), which shares every unchanged tuple with the
+metadata builder (``firn.core.metadata_builder``), which shares every unchanged tuple with the
 base, so a commit costs O(change) in memory rather than a deep copy of the history.
 """
 

@@ -15,8 +15,8 @@ from firn.spec.schema import Schema
 from firn.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
 from firn.spec.sorting import SortOrder
 from firn.spec.table_metadata import TableMetadata
-from firn.table.transaction import CommitResult, SimpleAction, Transaction
-from firn.table.updates import RemoveProperties, SetProperties, TableRequirement, TableUpdate
+from firn.core.transaction import CommitResult, SimpleAction, Transaction
+from firn.core.updates import RemoveProperties, SetProperties, TableRequirement, TableUpdate
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -24,13 +24,13 @@ if TYPE_CHECKING:
     from firn.catalog.base import Catalog, Identifier
     from firn.expressions import BooleanExpression
     from firn.maintenance import TableMaintenance
-    from firn.table.actions.manage_snapshots import ManageSnapshots
-    from firn.table.actions.row_delta import RowDelta
-    from firn.table.actions.update_schema import UpdateSchema
-    from firn.table.actions.update_spec import UpdateSpec
-    from firn.table.actions.upsert import UpsertResult
-    from firn.table.changes import SnapshotChanges
-    from firn.table.scan import DataScan
+    from firn.core.actions.manage_snapshots import ManageSnapshots
+    from firn.core.actions.row_delta import RowDelta
+    from firn.core.actions.update_schema import UpdateSchema
+    from firn.core.actions.update_spec import UpdateSpec
+    from firn.core.actions.upsert import UpsertResult
+    from firn.core.snapshot_changes import SnapshotChanges
+    from firn.core.scan import DataScan
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +196,7 @@ class Table:
 
         Pick at most one of ``snapshot_id``, ``ref`` (branch or tag) or ``as_of`` (time travel).
         """
-        from firn.table.scan import DataScan
+        from firn.core.scan import DataScan
 
         return DataScan(
             self,
@@ -239,7 +239,7 @@ class Table:
 
         ``stage_only=True`` adds the snapshot without moving any branch (write-audit-publish):
         publish it later with ``manage_snapshots().cherry_pick(snapshot.snapshot_id)``."""
-        from firn.table.actions.write import append_action
+        from firn.core.actions.write import append_action
 
         action = append_action(self, data, branch=branch, snapshot_properties=snapshot_properties)
         if action is None:
@@ -257,7 +257,7 @@ class Table:
     ) -> Snapshot | None:
         """Register existing Parquet files (written with this schema's field ids or matching
         the name mapping) without rewriting them."""
-        from firn.table.actions.write import add_files_action
+        from firn.core.actions.write import add_files_action
 
         action = add_files_action(
             self,
@@ -278,7 +278,7 @@ class Table:
     ) -> Snapshot | None:
         """Replace the rows matching ``filter`` (default: all rows) with ``data`` in one snapshot
         (None, and no commit, when nothing matched and ``data`` is empty)."""
-        from firn.table.actions.write import overwrite_action
+        from firn.core.actions.write import overwrite_action
 
         action = overwrite_action(self, data, filter, branch=branch, snapshot_properties=snapshot_properties)
         if action.is_noop:  # no rows matched and no rows given: no empty snapshot
@@ -296,7 +296,7 @@ class Table:
         rest are handled per ``write.delete.mode`` (copy-on-write rewrites them, merge-on-read
         writes deletion vectors / position deletes). Returns the new snapshot, or None (and
         commits nothing) when no row matched."""
-        from firn.table.actions.write import delete_action
+        from firn.core.actions.write import delete_action
 
         action = delete_action(self, filter, branch=branch, snapshot_properties=snapshot_properties)
         if action.is_noop:  # no rows matched: no empty snapshot
@@ -308,7 +308,7 @@ class Table:
     ) -> RowDelta:
         """A builder adding data files and delete files (DVs, position and equality deletes)
         in one commit: ``table.row_delta().add_rows(df).delete_rows_at(path, [0, 5]).commit()``."""
-        from firn.table.actions.row_delta import RowDelta
+        from firn.core.actions.row_delta import RowDelta
 
         return RowDelta(self, branch=branch, snapshot_properties=snapshot_properties)
 
@@ -329,7 +329,7 @@ class Table:
         ``write.merge.mode`` (copy-on-write or merge-on-read); nulls in join columns never
         match; duplicate keys in ``data`` raise ``ValidationError``. With
         ``skip_unchanged_rows``, matched rows whose values are identical are left alone."""
-        from firn.table.actions.upsert import upsert_action
+        from firn.core.actions.upsert import upsert_action
 
         action, result = upsert_action(
             self,
@@ -366,7 +366,7 @@ class Table:
     def manage_snapshots(self) -> ManageSnapshots:
         """A builder for branch/tag changes, rollback, set-current, cherry-pick and fast-forward,
         committed together by ``.commit()`` (or on leaving a ``with`` block)."""
-        from firn.table.actions.manage_snapshots import ManageSnapshots
+        from firn.core.actions.manage_snapshots import ManageSnapshots
 
         return ManageSnapshots(self)
 
@@ -385,7 +385,7 @@ class Table:
         ``to_snapshot_id`` (default: current), oldest first. ``to`` must descend from ``from``.
 
         For V4 snapshots this reads only their roots and the leaves they changed."""
-        from firn.table.changes import snapshot_changes, snapshots_between
+        from firn.core.snapshot_changes import snapshot_changes, snapshots_between
 
         to_id = to_snapshot_id if to_snapshot_id is not None else self.metadata.current_snapshot_id
         if to_id is None:
@@ -399,14 +399,14 @@ class Table:
     def update_schema(
         self, *, case_sensitive: bool = True, allow_incompatible_changes: bool = False
     ) -> UpdateSchema:
-        from firn.table.actions.update_schema import UpdateSchema
+        from firn.core.actions.update_schema import UpdateSchema
 
         return UpdateSchema(
             self, case_sensitive=case_sensitive, allow_incompatible_changes=allow_incompatible_changes
         )
 
     def update_spec(self, *, case_sensitive: bool = True) -> UpdateSpec:
-        from firn.table.actions.update_spec import UpdateSpec
+        from firn.core.actions.update_spec import UpdateSpec
 
         return UpdateSpec(self, case_sensitive=case_sensitive)
 
@@ -436,7 +436,7 @@ class Table:
 
     def upgrade(self, *, format_version: int) -> None:
         """Upgrade the table's format version (v1→v2→v3→v4; never downgrades)."""
-        from firn.table.actions.upgrade import upgrade_action
+        from firn.core.actions.upgrade import upgrade_action
 
         Transaction(self).add_action(upgrade_action(self, format_version)).commit()
 

@@ -18,7 +18,7 @@ from firn.errors import (
     NotFound,
     ValidationError,
 )
-from firn.table.metadata_io import new_metadata_location, write_metadata
+from firn.core.metadata_io import new_metadata_location, write_metadata
 from tests.fixtures.catalogs import simple_schema
 
 

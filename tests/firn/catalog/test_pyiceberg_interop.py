@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from firn.catalog.sql import SqlCatalog
-from firn.table.metadata_io import new_metadata_location, write_metadata
+from firn.core.metadata_io import new_metadata_location, write_metadata
 from tests.fixtures.catalogs import make_sqlite_catalog, simple_schema
 
 pytestmark = pytest.mark.interop

@@ -20,7 +20,7 @@ import pytest
 from firn.catalog.sql import SqlCatalog
 from firn.errors import CommitConflict
 from firn.io.memory import InMemoryFileIO
-from firn.table.create import new_table_metadata
+from firn.core.create import new_table_metadata
 from tests.fixtures.catalogs import (
     POSTGRES_URL,
     drop_postgres_catalog,

@@ -11,7 +11,7 @@ import pytest
 
 from firn.expressions import AlwaysTrue
 from firn.spec.content import DataFile, FileContent, FileFormat, make_data_file
-from firn.table.planning import FileScanTask, make_file_scan_task
+from firn.core.planning import FileScanTask, make_file_scan_task
 
 FULL: dict[str, Any] = {
     "content": FileContent.POSITION_DELETES,

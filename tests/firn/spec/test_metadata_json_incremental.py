@@ -13,7 +13,7 @@ from firn.spec.schema import Schema
 from firn.spec.snapshots import Operation, Snapshot, SnapshotLogEntry, Summary
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.types import LONG, NestedField
-from firn.table.create import new_table_metadata
+from firn.core.create import new_table_metadata
 
 
 def _snap(i: int, parent: int | None) -> Snapshot:

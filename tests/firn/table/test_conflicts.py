@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-import firn.table.transaction as transaction_module
+import firn.core.transaction as transaction_module
 from firn.catalog.sql import SqlCatalog
 from firn.errors import ValidationConflict
-from firn.table.actions.overwrite import OverwriteFiles
-from firn.table.actions.write import append_action, delete_action, overwrite_action
+from firn.core.actions.overwrite import OverwriteFiles
+from firn.core.actions.write import append_action, delete_action, overwrite_action
 from firn.table.table import Table
-from firn.table.transaction import Action, CommitResult, Transaction
+from firn.core.transaction import Action, CommitResult, Transaction
 from tests.firn.table.ref_factories import ids, make_table, rows
 from tests.fixtures.catalogs import make_sqlite_catalog
 
@@ -166,7 +166,7 @@ def test_concurrent_appends_retry_and_keep_every_row(catalog: SqlCatalog) -> Non
 
 # -- (d) deletes racing deletion vectors / position deletes on the same file ----------------------
 def _row_delta(table: Table) -> Any:
-    row_delta = pytest.importorskip("firn.table.actions.row_delta", reason="row delta not available")
+    row_delta = pytest.importorskip("firn.core.actions.row_delta", reason="row delta not available")
     return row_delta.RowDelta(table)
 
 
@@ -201,7 +201,7 @@ def test_position_delete_loses_to_concurrent_cow_rewrite(catalog: SqlCatalog, ve
 
 
 def test_merge_on_read_deletes_of_the_same_file_conflict(catalog: SqlCatalog) -> None:
-    pytest.importorskip("firn.table.actions.merge_on_read", reason="merge-on-read deletes not available")
+    pytest.importorskip("firn.core.actions.merge_on_read", reason="merge-on-read deletes not available")
     t1, t2 = _writers(catalog, format_version=3, properties={"write.delete.mode": "merge-on-read"})
     planned = delete_action(t1, "id = 2")  # a DV for the file
     t2.delete("id = 7")  # another DV for the same file
@@ -216,7 +216,7 @@ def test_manual_dv_racing_a_cow_delete(catalog: SqlCatalog) -> None:
     # The same race built from the delete writers directly, without the row-delta builder.
     from firn.deletes import PositionBitmap, write_dv_puffin
     from firn.spec.content import DataFile, FileContent, FileFormat
-    from firn.table.metadata_io import metadata_dir
+    from firn.core.metadata_io import metadata_dir
 
     t1, t2 = _writers(catalog, format_version=3)
     planned = delete_action(t1, "id = 2")

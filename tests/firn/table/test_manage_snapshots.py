@@ -10,7 +10,7 @@ import pytest
 from firn.catalog.memory import InMemoryCatalog
 from firn.errors import AlreadyExists, FirnError, NotFound, ValidationConflict, ValidationError
 from firn.spec.snapshots import MAIN_BRANCH, Operation, RefType, SnapshotRef
-from firn.table.actions.manage_snapshots import (
+from firn.core.actions.manage_snapshots import (
     PUBLISHED_WAP_ID,
     SOURCE_SNAPSHOT_ID,
     ManageSnapshotsResult,
@@ -245,7 +245,7 @@ def test_no_op_commit_writes_nothing(table: Table) -> None:
 
 def test_builder_is_a_transaction_action(table: Table) -> None:
     (s1,) = _history(table, 1)
-    from firn.table.actions.write import append_action
+    from firn.core.actions.write import append_action
 
     with table.transaction() as tx:
         action = append_action(table, rows([5]))
@@ -464,7 +464,7 @@ def test_empty_branch_cannot_be_changed_in_the_same_commit(table: Table) -> None
 # -- cherry-pick of merge-on-read deletes (v3 deletion vectors) ------------------------------------------
 @pytest.fixture
 def mor_table(memory_catalog: InMemoryCatalog) -> Table:
-    pytest.importorskip("firn.table.actions.merge_on_read", reason="merge-on-read deletes not available")
+    pytest.importorskip("firn.core.actions.merge_on_read", reason="merge-on-read deletes not available")
     t = make_table(memory_catalog, format_version=3, properties={"write.delete.mode": "merge-on-read"})
     t.append(rows(range(10)))
     t.manage_snapshots().create_branch("fix").commit()

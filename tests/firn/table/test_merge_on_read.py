@@ -17,7 +17,7 @@ from firn.deletes.writers import (
 from firn.errors import ValidationConflict, ValidationError
 from firn.spec.content import DataFile, FileContent, FileFormat
 from firn.spec.snapshots import Operation
-from firn.table.actions.overwrite import OverwriteFiles
+from firn.core.actions.overwrite import OverwriteFiles
 from firn.table.table import Table
 from tests.fixtures.catalogs import make_memory_catalog
 from tests.fixtures.row_deletes import data_file, ids, live_deletes, make_table, rows
@@ -102,8 +102,8 @@ def test_repeated_deletes_keep_one_live_dv_with_every_position(catalog: InMemory
     assert snap.summary.properties["removed-dvs"] == "1" and snap.summary.properties["added-dvs"] == "1"
     assert ids(t) == [i for i in range(100) if i not in expected]
     # Exactly one live DV entry for the file in the whole snapshot (not just the scan's choice).
-    from firn.table.legacy_tree import snapshot_manifests
-    from firn.table.planning import read_manifests_parallel
+    from firn.core.legacy.writer import snapshot_manifests
+    from firn.core.planning import read_manifests_parallel
 
     manifests = [m for m in snapshot_manifests(t.io, t.current_snapshot()) if m.content.name == "DELETES"]
     entries = [e for es in read_manifests_parallel(t.io, manifests, t.metadata, t.schema()) for e in es]
@@ -166,7 +166,7 @@ def test_dv_supersedes_position_delete_files_after_upgrade(catalog: InMemoryCata
 
 # -- spec read rules ----------------------------------------------------------------------------------
 def test_position_deletes_apply_to_data_in_the_same_commit(catalog: InMemoryCatalog) -> None:
-    from firn.table.writer import write_data_files
+    from firn.core.writer import write_data_files
 
     for version in (2, 3):
         t = make_table(catalog, version, name=f"same{version}")

@@ -18,7 +18,7 @@ from firn.errors import FirnError, NotFound, ValidationConflict, ValidationError
 from firn.spec.content import DataFile
 from firn.spec.snapshots import Operation
 from firn.table.table import Table
-from firn.table.writer import write_data_files
+from firn.core.writer import write_data_files
 from tests.fixtures.catalogs import make_memory_catalog
 from tests.fixtures.row_deletes import data_file, ids, live_deletes, make_table, rows
 

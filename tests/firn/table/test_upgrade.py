@@ -10,7 +10,7 @@ import pytest
 
 from firn.catalog.sql import SqlCatalog
 from firn.errors import Unsupported, ValidationError
-from firn.table.metadata_io import read_metadata
+from firn.core.metadata_io import read_metadata
 from tests.fixtures.catalogs import make_sqlite_catalog
 from tests.fixtures.tables import events, make_events_table, sorted_rows
 

@@ -1,0 +1,243 @@
+"""Scan planning for v1-v3 snapshots (spec "Scan Planning").
+
+Manifests are pruned by their partition summaries (inclusive projection of the row filter),
+read in parallel, and their live entries pruned by partition values and column metrics. Delete
+manifests go through the same pruning into a :class:`DeleteFileIndex`, which attaches the
+applicable delete files to every data file. Each task carries its residual filter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from firn.deletes.index import DeleteFileIndex
+from firn.expressions import (
+    BooleanExpression,
+    InclusiveMetricsEvaluator,
+    ManifestEvaluator,
+    PartitionEvaluator,
+    ResidualEvaluator,
+)
+from firn.io.base import FileIO
+from firn.manifests.manifest import read_manifest
+from firn.spec.content import DataFile, ManifestContent, ManifestEntry, ManifestFile
+from firn.spec.partitioning import PartitionSpec
+from firn.spec.schema import Schema
+from firn.spec.snapshots import Snapshot
+from firn.spec.table_metadata import TableMetadata
+from firn.spec.types import StructType
+
+MAX_PLANNING_THREADS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class FileScanTask:
+    """One data file to read, with the delete files to apply and the residual row filter."""
+
+    file: DataFile
+    data_sequence_number: int
+    delete_files: tuple[DataFile, ...] = ()
+    residual: BooleanExpression | None = None
+    # V4: where the file's live entry sits (manifest location or "root", ordinal), so a later
+    # removal of the file can target it without searching the tree.
+    origin: tuple[str, int] | None = None
+
+    @property
+    def record_count(self) -> int:
+        return self.file.record_count
+
+    @property
+    def file_path(self) -> str:
+        return self.file.file_path
+
+
+_set_task_file = FileScanTask.__dict__["file"].__set__
+_set_task_seq = FileScanTask.__dict__["data_sequence_number"].__set__
+_set_task_deletes = FileScanTask.__dict__["delete_files"].__set__
+_set_task_residual = FileScanTask.__dict__["residual"].__set__
+_set_task_origin = FileScanTask.__dict__["origin"].__set__
+
+
+def make_file_scan_task(
+    file: DataFile,
+    data_sequence_number: int,
+    delete_files: tuple[DataFile, ...] = (),
+    residual: BooleanExpression | None = None,
+    origin: tuple[str, int] | None = None,
+) -> FileScanTask:
+    """``FileScanTask(...)`` built through its slot descriptors (as ``make_data_file``)."""
+    t: FileScanTask = object.__new__(FileScanTask)
+    _set_task_file(t, file)
+    _set_task_seq(t, data_sequence_number)
+    _set_task_deletes(t, delete_files)
+    _set_task_residual(t, residual)
+    _set_task_origin(t, origin)
+    return t
+
+
+def partition_type_or_none(spec: PartitionSpec, schema: Schema) -> StructType | None:
+    """The spec's partition type against ``schema``; None when a source column was dropped."""
+    try:
+        return spec.partition_type(schema)
+    except Exception:
+        return None
+
+
+def read_manifests_parallel(
+    io: FileIO,
+    manifests: Sequence[ManifestFile],
+    metadata: TableMetadata,
+    schema: Schema,
+    *,
+    include_deleted: bool = False,
+) -> list[list[ManifestEntry]]:
+    """Read manifests with threads (I/O and decompression release the GIL)."""
+
+    def one(m: ManifestFile) -> list[ManifestEntry]:
+        spec = metadata.specs.get(m.partition_spec_id)
+        ptype = partition_type_or_none(spec, schema) if spec is not None else None
+        return read_manifest(
+            io.new_input(m.manifest_path), m, partition_type=ptype, include_deleted=include_deleted
+        )
+
+    if len(manifests) <= 1:
+        return [one(m) for m in manifests]
+    with ThreadPoolExecutor(max_workers=min(MAX_PLANNING_THREADS, len(manifests))) as pool:
+        return list(pool.map(one, manifests))
+
+
+class _SpecEvaluators:
+    """Per-spec evaluators, built lazily once per scan."""
+
+    def __init__(
+        self, metadata: TableMetadata, schema: Schema, row_filter: BooleanExpression, case_sensitive: bool
+    ) -> None:
+        self.metadata = metadata
+        self.schema = schema
+        self.row_filter = row_filter
+        self.case_sensitive = case_sensitive
+        self._manifest: dict[int, ManifestEvaluator | None] = {}
+        self._partition: dict[int, PartitionEvaluator | None] = {}
+        self._residual: dict[int, ResidualEvaluator] = {}
+
+    def _spec(self, spec_id: int) -> PartitionSpec | None:
+        return self.metadata.specs.get(spec_id)
+
+    def manifest(self, spec_id: int) -> ManifestEvaluator | None:
+        if spec_id not in self._manifest:
+            spec = self._spec(spec_id)
+            ev = None
+            if spec is not None and spec.fields and partition_type_or_none(spec, self.schema) is not None:
+                ev = ManifestEvaluator.for_row_filter(
+                    spec, self.schema, self.row_filter, case_sensitive=self.case_sensitive
+                )
+            self._manifest[spec_id] = ev
+        return self._manifest[spec_id]
+
+    def partition(self, spec_id: int) -> PartitionEvaluator | None:
+        if spec_id not in self._partition:
+            spec = self._spec(spec_id)
+            ev = None
+            if spec is not None and spec.fields and partition_type_or_none(spec, self.schema) is not None:
+                ev = PartitionEvaluator.for_row_filter(
+                    spec, self.schema, self.row_filter, case_sensitive=self.case_sensitive
+                )
+            self._partition[spec_id] = ev
+        return self._partition[spec_id]
+
+    def residual(self, spec_id: int) -> ResidualEvaluator:
+        if spec_id not in self._residual:
+            spec = self._spec(spec_id)
+            if spec is None or partition_type_or_none(spec, self.schema) is None:
+                spec = PartitionSpec(spec_id, ())
+            self._residual[spec_id] = ResidualEvaluator(
+                spec, self.schema, self.row_filter, case_sensitive=self.case_sensitive
+            )
+        return self._residual[spec_id]
+
+
+def select_entries(
+    entries: Iterable[ManifestEntry],
+    evaluators: _SpecEvaluators,
+    metrics: InclusiveMetricsEvaluator,
+) -> list[ManifestEntry]:
+    out = []
+    for e in entries:
+        f = e.data_file
+        pev = evaluators.partition(f.spec_id)
+        if pev is not None and not pev.eval(f.partition):
+            continue
+        if not metrics.eval(f):
+            continue
+        out.append(e)
+    return out
+
+
+def plan_legacy(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot,
+    schema: Schema,
+    row_filter: BooleanExpression,
+    *,
+    case_sensitive: bool = True,
+    manifests: Sequence[ManifestFile] | None = None,
+) -> list[FileScanTask]:
+    """Plan the files of a v1-v3 snapshot (manifest list + manifests)."""
+    from firn.core.legacy.writer import snapshot_manifests
+
+    all_manifests = list(manifests) if manifests is not None else snapshot_manifests(io, snapshot)
+    evaluators = _SpecEvaluators(metadata, schema, row_filter, case_sensitive)
+    metrics = InclusiveMetricsEvaluator(schema, row_filter, case_sensitive=case_sensitive)
+
+    def keep_manifest(m: ManifestFile) -> bool:
+        if not (m.has_added_files() or m.has_existing_files()):
+            return False
+        ev = evaluators.manifest(m.partition_spec_id)
+        return ev is None or ev.eval(m)
+
+    data_manifests = [m for m in all_manifests if m.content is ManifestContent.DATA and keep_manifest(m)]
+    delete_manifests = [m for m in all_manifests if m.content is ManifestContent.DELETES and keep_manifest(m)]
+    read = read_manifests_parallel(io, [*data_manifests, *delete_manifests], metadata, schema)
+    data_entries = [
+        e for entries in read[: len(data_manifests)] for e in select_entries(entries, evaluators, metrics)
+    ]
+    delete_entries = [
+        e for entries in read[len(data_manifests) :] for e in select_entries(entries, evaluators, metrics)
+    ]
+    index = DeleteFileIndex(delete_entries, metadata.specs)
+    return build_tasks(data_entries, index, evaluators)
+
+
+def build_tasks(
+    data_entries: Iterable[ManifestEntry],
+    index: DeleteFileIndex,
+    evaluators: _SpecEvaluators,
+    origin: Callable[[ManifestEntry], tuple[str, int] | None] | None = None,
+) -> list[FileScanTask]:
+    tasks = []
+    for e in data_entries:
+        seq = e.sequence_number or 0
+        f = e.data_file
+        tasks.append(
+            FileScanTask(
+                file=f,
+                data_sequence_number=seq,
+                delete_files=index.for_data_file(f, seq),
+                residual=evaluators.residual(f.spec_id).residual_for(f.partition),
+                origin=origin(e) if origin is not None else None,
+            )
+        )
+    return tasks
+
+
+__all__ = [
+    "FileScanTask",
+    "build_tasks",
+    "partition_type_or_none",
+    "plan_legacy",
+    "read_manifests_parallel",
+    "select_entries",
+]

@@ -1,0 +1,283 @@
+"""Snapshot producers: the shared core of every commit that creates a snapshot.
+
+An operation (append, overwrite, delete, row delta, replace, ...) records the files it adds
+and removes; :class:`SnapshotProducer.apply` turns them into a new snapshot on top of a base.
+The format-specific part — writing manifests and a manifest list (v1-v3) or a root manifest
+(v4) — is delegated to a *tree writer* (``firn.core.legacy.writer`` / ``firn.core.v4``).
+Conflict validation (isolation levels) is a hook subclasses override.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol
+
+from firn.errors import ValidationError
+from firn.spec.content import DataFile, FileContent
+from firn.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot, Summary, new_snapshot_id
+from firn.spec.table_metadata import TableMetadata, now_ms
+from firn.spec.versions import MIN_FORMAT_VERSION_ROW_LINEAGE
+from firn.core.transaction import CommitContext
+from firn.core.updates import (
+    AddSnapshot,
+    AssertRefSnapshotId,
+    AssertTableUUID,
+    SetSnapshotRef,
+    TableRequirement,
+    TableUpdate,
+)
+
+
+@dataclass
+class Changes:
+    """The file-level changes of one snapshot."""
+
+    added_data: list[DataFile] = field(default_factory=list)
+    added_deletes: list[DataFile] = field(default_factory=list)
+    removed_data: list[DataFile] = field(default_factory=list)
+    removed_deletes: list[DataFile] = field(default_factory=list)
+    # Data files added with an explicit data sequence number (compaction keeps the starting one).
+    data_sequence_number: int | None = None
+    # V4: where removed files live (manifest location, ordinal), from planning; lets a commit
+    # target a leaf entry with a manifest DV without searching the tree.
+    origins: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.added_data or self.added_deletes or self.removed_data or self.removed_deletes)
+
+
+@dataclass(frozen=True, slots=True)
+class TreeResult:
+    """What a tree writer produced for one attempt."""
+
+    manifest_list: str | None = None
+    root_manifest: str | None = None
+    # v3+ row lineage: the rows assigned ids by this snapshot.
+    added_rows: int | None = None
+    # Metrics of the metadata work for the summary (manifests-created/kept/replaced...).
+    summary_extra: Mapping[str, str] = field(default_factory=dict)
+    files_written: tuple[str, ...] = ()
+
+
+class TreeWriter(Protocol):
+    """Writes the metadata tree (manifests + list, or root manifest) of a new snapshot."""
+
+    def write(
+        self,
+        base: TableMetadata,
+        parent: Snapshot | None,
+        changes: Changes,
+        snapshot_id: int,
+        sequence_number: int,
+        ctx: CommitContext,
+    ) -> TreeResult: ...
+
+    def files_in_use(self) -> set[str]: ...
+
+
+def tree_writer_for(metadata: TableMetadata, producer: SnapshotProducer) -> TreeWriter:
+    if metadata.uses_root_manifest:
+        from firn.core.v4.writer import RootTreeWriter
+
+        return RootTreeWriter(producer)
+    from firn.core.legacy.writer import LegacyTreeWriter
+
+    return LegacyTreeWriter(producer)
+
+
+def _add_count(totals: dict[str, int], key: str, value: int) -> None:
+    totals[key] = totals.get(key, 0) + value
+
+
+def file_summary(changes: Changes) -> dict[str, int]:
+    """Appendix F metrics for the added and removed files."""
+    s: dict[str, int] = {}
+    for f in changes.added_data:
+        _add_count(s, "added-data-files", 1)
+        _add_count(s, "added-records", f.record_count)
+        _add_count(s, "added-files-size", f.file_size_in_bytes)
+    for f in changes.removed_data:
+        _add_count(s, "deleted-data-files", 1)
+        _add_count(s, "deleted-records", f.record_count)
+        _add_count(s, "removed-files-size", f.file_size_in_bytes)
+    for f in changes.added_deletes:
+        _add_count(s, "added-delete-files", 1)
+        _add_count(s, "added-files-size", f.file_size_in_bytes)
+        if f.content is FileContent.EQUALITY_DELETES:
+            _add_count(s, "added-equality-delete-files", 1)
+            _add_count(s, "added-equality-deletes", f.record_count)
+        else:
+            _add_count(s, "added-dvs" if f.is_dv else "added-position-delete-files", 1)
+            _add_count(s, "added-position-deletes", f.record_count)
+    for f in changes.removed_deletes:
+        _add_count(s, "removed-delete-files", 1)
+        _add_count(s, "removed-files-size", f.file_size_in_bytes)
+        if f.content is FileContent.EQUALITY_DELETES:
+            _add_count(s, "removed-equality-delete-files", 1)
+            _add_count(s, "removed-equality-deletes", f.record_count)
+        else:
+            _add_count(s, "removed-dvs" if f.is_dv else "removed-position-delete-files", 1)
+            _add_count(s, "removed-position-deletes", f.record_count)
+    return s
+
+
+_TOTALS = (
+    ("total-records", "added-records", "deleted-records"),
+    ("total-files-size", "added-files-size", "removed-files-size"),
+    ("total-data-files", "added-data-files", "deleted-data-files"),
+    ("total-delete-files", "added-delete-files", "removed-delete-files"),
+    ("total-position-deletes", "added-position-deletes", "removed-position-deletes"),
+    ("total-equality-deletes", "added-equality-deletes", "removed-equality-deletes"),
+)
+
+
+def build_summary(
+    operation: Operation,
+    changes: Changes,
+    parent: Snapshot | None,
+    extra: Mapping[str, str],
+    properties: Mapping[str, str],
+) -> Summary:
+    counts = file_summary(changes)
+    props: dict[str, str] = {k: str(v) for k, v in counts.items()}
+    partitions = {
+        (f.spec_id, f.partition)
+        for f in (
+            *changes.added_data,
+            *changes.removed_data,
+            *changes.added_deletes,
+            *changes.removed_deletes,
+        )
+    }
+    props["changed-partition-count"] = str(len(partitions))
+    for total, plus, minus in _TOTALS:
+        if parent is None:
+            previous: int | None = 0
+        else:
+            raw = parent.summary.get(total)
+            previous = int(raw) if raw is not None and raw.lstrip("-").isdigit() else None
+        if previous is not None:
+            props[total] = str(max(0, previous + counts.get(plus, 0) - counts.get(minus, 0)))
+    props.update(extra)
+    props.update(properties)
+    return Summary(operation, MappingProxyType(props))
+
+
+class SnapshotProducer:
+    """Base of every action that commits a new snapshot."""
+
+    operation: Operation = Operation.APPEND
+
+    def __init__(
+        self,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        self.branch = branch
+        self.snapshot_properties = dict(snapshot_properties or {})
+        # Stage the snapshot without moving any ref (write-audit-publish; Java ``stageOnly``):
+        # it is added to the table and can later be cherry-picked onto main.
+        self.stage_only = False
+        # V4: compact existing manifests during this commit (seed 004 "Manifest Compaction").
+        self.compact_manifests = False
+        self.snapshot_id = new_snapshot_id()
+        self._tree: TreeWriter | None = None
+        self._tree_version: int | None = None
+        self.last_snapshot: Snapshot | None = None
+
+    # -- hooks for subclasses --------------------------------------------------------------------
+    def changes(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> Changes:
+        """The files this operation adds and removes, computed against ``base``."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def validate(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> None:
+        """Conflict validation against concurrent commits; raise ``ValidationConflict``."""
+
+    def operation_for(self, changes: Changes) -> Operation:
+        return self.operation
+
+    def make_tree_writer(self, base: TableMetadata) -> TreeWriter:
+        """The tree writer for ``base``'s format version (maintenance actions override it)."""
+        return tree_writer_for(base, self)
+
+    # -- the action protocol -----------------------------------------------------------------------
+    def apply(
+        self, base: TableMetadata, ctx: CommitContext
+    ) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        target = base.refs.get(self.branch)
+        if target is not None and not target.is_branch:
+            # Spec "Snapshot References": tags label one snapshot; only branches take commits.
+            raise ValidationError(f"cannot commit to {self.branch!r}: it is a tag, and tags are immutable")
+        parent = base.snapshot_for_ref(self.branch)
+        if self.branch != MAIN_BRANCH and base.refs.get(self.branch) is None:
+            # Committing to a new branch starts it from main's current snapshot (Java behaviour).
+            parent = base.current_snapshot()
+        while base.snapshot_by_id(self.snapshot_id) is not None:
+            self.snapshot_id = new_snapshot_id()
+        self.validate(base, parent, ctx)
+        changes = self.changes(base, parent, ctx)
+        if self._tree is None or self._tree_version != base.format_version:
+            self._tree = self.make_tree_writer(base)
+            self._tree_version = base.format_version
+        sequence_number = base.next_sequence_number()
+        result = self._tree.write(base, parent, changes, self.snapshot_id, sequence_number, ctx)
+        summary = build_summary(
+            self.operation_for(changes), changes, parent, result.summary_extra, self.snapshot_properties
+        )
+        lineage = base.format_version >= MIN_FORMAT_VERSION_ROW_LINEAGE
+        snapshot = Snapshot(
+            snapshot_id=self.snapshot_id,
+            parent_snapshot_id=parent.snapshot_id if parent is not None else None,
+            sequence_number=sequence_number,
+            timestamp_ms=max(now_ms(), base.last_updated_ms),
+            summary=summary,
+            manifest_list=result.manifest_list,
+            root_manifest=result.root_manifest,
+            schema_id=base.current_schema_id,
+            first_row_id=(base.next_row_id or 0) if lineage else None,
+            added_rows=(result.added_rows or 0) if lineage else None,
+        )
+        self.last_snapshot = snapshot
+        if self.stage_only:
+            return [AddSnapshot(snapshot)], [AssertTableUUID(base.table_uuid)]
+        existing_ref = base.refs.get(self.branch)
+        updates: list[TableUpdate] = [
+            AddSnapshot(snapshot),
+            SetSnapshotRef(
+                self.branch,
+                snapshot.snapshot_id,
+                RefType.BRANCH,
+                existing_ref.min_snapshots_to_keep if existing_ref else None,
+                existing_ref.max_snapshot_age_ms if existing_ref else None,
+                existing_ref.max_ref_age_ms if existing_ref else None,
+            ),
+        ]
+        current_ref = base.ref(self.branch)
+        requirements: list[TableRequirement] = [
+            AssertTableUUID(base.table_uuid),
+            AssertRefSnapshotId(self.branch, current_ref.snapshot_id if current_ref is not None else None),
+        ]
+        return updates, requirements
+
+    def files_in_use(self) -> set[str]:
+        return self._tree.files_in_use() if self._tree is not None else set()
+
+
+def ids_of(files: Iterable[DataFile]) -> set[str]:
+    return {f.file_path for f in files}
+
+
+__all__ = [
+    "Changes",
+    "SnapshotProducer",
+    "TreeResult",
+    "TreeWriter",
+    "build_summary",
+    "file_summary",
+    "ids_of",
+    "tree_writer_for",
+]

@@ -1,0 +1,208 @@
+"""``table.scan(...)``: choose a snapshot, plan files, read rows.
+
+Filters are expression objects (``col("id") > 5``) or strings (``"id > 5 and region = 'eu'"``).
+Columns select data columns (dotted names for nested fields) and metadata columns (``_file``,
+``_pos``, ``_spec_id``, and on v3+ ``_row_id``, ``_last_updated_sequence_number``).
+Time travel: ``snapshot_id=``, ``ref=`` (branch or tag) or ``as_of=`` (timestamp); scans by
+snapshot id or timestamp use the schema that snapshot was written with, as Iceberg Java does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from firn.errors import NotFound, ValidationError
+from firn.expressions import AlwaysTrue, BooleanExpression, bind, parse
+from firn.spec.name_mapping import NameMapping, parse_name_mapping
+from firn.spec.schema import Schema
+from firn.spec.snapshots import Snapshot
+from firn.core.planning import FileScanTask, plan_legacy
+from firn.core.reader import METADATA_FIELDS, ReadPlan, read_tasks
+
+if TYPE_CHECKING:
+    from firn.table.table import Table
+
+
+def to_expression(filter: BooleanExpression | str | None) -> BooleanExpression:
+    if filter is None:
+        return AlwaysTrue()
+    if isinstance(filter, str):
+        return parse(filter)
+    if isinstance(filter, BooleanExpression):
+        return filter
+    raise ValidationError(f"filter must be an expression or a string, got {type(filter).__name__}")
+
+
+class DataScan:
+    """A configured scan. Planning and reading happen on ``plan_files``/``to_arrow``/``to_batches``."""
+
+    def __init__(
+        self,
+        table: Table,
+        *,
+        filter: BooleanExpression | str | None = None,
+        columns: Sequence[str] | None = None,
+        snapshot_id: int | None = None,
+        ref: str | None = None,
+        as_of: dt.datetime | dt.date | int | str | None = None,
+        case_sensitive: bool = True,
+        limit: int | None = None,
+    ) -> None:
+        if sum(x is not None for x in (snapshot_id, ref, as_of)) > 1:
+            raise ValidationError("choose at most one of snapshot_id, ref and as_of")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+            raise ValidationError(f"limit must be an integer >= 0, got {limit!r}")
+        self.table = table
+        self.metadata = table.metadata
+        self.row_filter = to_expression(filter)
+        self.columns = tuple(columns) if columns is not None else None
+        self.case_sensitive = case_sensitive
+        self.limit = limit
+        self._snapshot_id = snapshot_id
+        self._ref = ref
+        self._as_of = as_of
+        # Validate the filter and columns now so mistakes surface before any I/O.
+        bind(self.schema, self.row_filter, case_sensitive=case_sensitive)
+        _ = self._projection
+
+    @cached_property
+    def snapshot(self) -> Snapshot | None:
+        md = self.metadata
+        if self._snapshot_id is not None:
+            return md.snapshot(self._snapshot_id)
+        if self._ref is not None:
+            if md.ref(self._ref) is None:
+                raise NotFound(f"table {self.table.name} has no branch or tag {self._ref!r}")
+            return md.snapshot_for_ref(self._ref)
+        if self._as_of is not None:
+            return self.table.snapshot_as_of(self._as_of)
+        return md.current_snapshot()
+
+    @cached_property
+    def schema(self) -> Schema:
+        """The schema rows are read with: the snapshot's for time travel, else the current one."""
+        md = self.metadata
+        if (self._snapshot_id is not None or self._as_of is not None) and self.snapshot is not None:
+            sid = self.snapshot.schema_id
+            if sid is not None and md.snapshot_by_id(self.snapshot.snapshot_id) is not None:
+                try:
+                    return md.schema_by_id(sid)
+                except NotFound:
+                    pass
+        return md.schema()
+
+    @cached_property
+    def _projection(self) -> tuple[Schema, tuple[str, ...], tuple[str, ...]]:
+        schema = self.schema
+        if self.columns is None:
+            return schema, (), tuple(f.name for f in schema.fields)
+        data_cols = [c for c in self.columns if c not in METADATA_FIELDS]
+        meta_cols = tuple(c for c in self.columns if c in METADATA_FIELDS)
+        lineage = {"_row_id", "_last_updated_sequence_number"} & set(meta_cols)
+        if lineage and not self.metadata.tracks_row_lineage:
+            raise ValidationError("_row_id and _last_updated_sequence_number need format version 3 or later")
+        projection = schema.select(data_cols, case_sensitive=self.case_sensitive)
+        order: list[str] = []
+        for c in self.columns:
+            if c in METADATA_FIELDS:
+                order.append(c)
+            else:
+                f = schema.find_field(c, case_sensitive=self.case_sensitive)
+                top = f
+                parent = schema.parent_id(f.field_id)
+                while parent is not None:
+                    top = schema.find_field(parent)
+                    parent = schema.parent_id(parent)
+                if top.name not in order:
+                    order.append(top.name)
+        return projection, meta_cols, tuple(order)
+
+    @property
+    def projection(self) -> Schema:
+        return self._projection[0]
+
+    @cached_property
+    def name_mapping(self) -> NameMapping | None:
+        text = self.metadata.table_properties.name_mapping_json
+        return parse_name_mapping(text) if text else None
+
+    def plan_files(self) -> Sequence[FileScanTask]:
+        """The data files to read, each with its delete files and residual filter."""
+        snap = self.snapshot
+        if snap is None:
+            return []
+        if snap.root_manifest is not None:
+            from firn.core.v4.planning import plan_root
+
+            return plan_root(
+                self.table.io,
+                self.metadata,
+                snap,
+                self.schema,
+                self.row_filter,
+                case_sensitive=self.case_sensitive,
+            )
+        return plan_legacy(
+            self.table.io,
+            self.metadata,
+            snap,
+            self.schema,
+            self.row_filter,
+            case_sensitive=self.case_sensitive,
+        )
+
+    def _read_plan(self) -> ReadPlan:
+        projection, meta, order = self._projection
+        return ReadPlan(
+            table_schema=self.schema,
+            projection=projection,
+            metadata_columns=meta,
+            output_order=order,
+            specs=dict(self.metadata.specs),
+            name_mapping=self.name_mapping,
+        )
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """Stream the matching rows as record batches (files read a few at a time)."""
+        if self.limit == 0:
+            return iter(())
+        return read_tasks(self.table.io, self.plan_files(), self._read_plan(), limit=self.limit)
+
+    def to_arrow(self) -> pa.Table:
+        """All matching rows as one Arrow table."""
+        plan = self._read_plan()
+        batches = list(self.to_batches())
+        if not batches:
+            return plan.output_schema.empty_table()
+        return pa.Table.from_batches(batches, schema=plan.output_schema)
+
+    def count(self) -> int:
+        """The number of matching rows (metadata only when no file needs filtering or deletes)."""
+        total = 0
+        to_read = []
+        for task in self.plan_files():
+            if not task.delete_files and (task.residual is None or isinstance(task.residual, AlwaysTrue)):
+                total += task.file.record_count
+            else:
+                to_read.append(task)
+        plan = ReadPlan(
+            table_schema=self.schema,
+            projection=Schema(),
+            metadata_columns=("_pos",),
+            output_order=("_pos",),
+            specs=dict(self.metadata.specs),
+            name_mapping=self.name_mapping,
+        )
+        for batch in read_tasks(self.table.io, to_read, plan):
+            total += batch.num_rows
+        if self.limit is not None:
+            total = min(total, self.limit)
+        return total
+
+
+__all__ = ["DataScan", "FileScanTask", "to_expression"]
