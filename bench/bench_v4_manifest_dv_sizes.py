@@ -49,11 +49,11 @@ def stored_in_root(entries: int, ords: np.ndarray) -> int:
 
     from _harness import firn_catalog, workdir
     from bench_v4_planning import SCHEMA, make_files
-    from firn.spec.content import FileContent
     from firn.core.actions.append import AppendFiles
     from firn.core.actions.overwrite import OverwriteFiles
     from firn.core.transaction import Transaction
     from firn.core.v4.reader import root_table
+    from firn.spec.content import FileContent
 
     with workdir("mdv") as root:
         table = firn_catalog(root).create_table("db.t", schema=SCHEMA, properties={"format-version": "4"})

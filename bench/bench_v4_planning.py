@@ -112,9 +112,9 @@ def make_files(location: str, leaf: int, per_leaf: int, rng: random.Random) -> l
 
 def build(cache: Path, leaves: int, per_leaf: int) -> None:
     """Build both tables into ``cache`` (a fresh directory)."""
-    from firn.manifests.v4_io import clear_v4_cache
     from firn.core.actions.append import AppendFiles
     from firn.core.transaction import Transaction
+    from firn.manifests.v4_io import clear_v4_cache
 
     if cache.exists():
         shutil.rmtree(cache)
@@ -173,8 +173,8 @@ def py_plan(table: Any, row_filter: Any = None) -> tuple[float, int]:
 def object_floor(n: int) -> float:
     """Seconds to construct ``n`` minimal DataFile + FileScanTask pairs with Firn's fastest
     builders (collector off, as Firn's materialization runs)."""
-    from firn.spec.content import FileContent, FileFormat, make_data_file
     from firn.core.planning import make_file_scan_task
+    from firn.spec.content import FileContent, FileFormat, make_data_file
 
     paths = [f"s3://bucket/t/data/{i:08d}.parquet" for i in range(n)]
     gc.collect()

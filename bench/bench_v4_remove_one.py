@@ -52,11 +52,11 @@ def main() -> int:
         args.entries = 2_000
     quiet_peers()
 
-    from firn.spec.content import FileContent
     from firn.core.actions.append import AppendFiles
     from firn.core.actions.overwrite import OverwriteFiles
     from firn.core.transaction import Transaction
     from firn.core.v4.reader import root_table
+    from firn.spec.content import FileContent
 
     n = args.entries
     with workdir("remove-one", keep=args.keep) as root:

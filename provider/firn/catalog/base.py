@@ -18,8 +18,8 @@ from firn.errors import ValidationError
 from firn.io.base import FileIO
 
 if TYPE_CHECKING:
-    from firn.spec.table_metadata import TableMetadata
     from firn.core.create import PartitionSpecLike, SchemaLike, SortOrderLike
+    from firn.spec.table_metadata import TableMetadata
     from firn.table.table import Table
 
 Identifier = tuple[str, ...]

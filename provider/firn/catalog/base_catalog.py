@@ -30,6 +30,8 @@ from firn.catalog.base import (
     table_identifier,
     to_identifier,
 )
+from firn.core.create import new_table_metadata
+from firn.core.metadata_io import new_metadata_location, read_metadata, write_metadata
 from firn.errors import (
     AlreadyExists,
     FirnError,
@@ -42,12 +44,10 @@ from firn.errors import (
 )
 from firn.io.base import FileIO
 from firn.io.pyarrow_io import load_file_io
-from firn.core.create import new_table_metadata
-from firn.core.metadata_io import new_metadata_location, read_metadata, write_metadata
 
 if TYPE_CHECKING:
-    from firn.spec.table_metadata import TableMetadata
     from firn.core.create import PartitionSpecLike, SchemaLike, SortOrderLike
+    from firn.spec.table_metadata import TableMetadata
     from firn.table.table import Table
 
 logger = logging.getLogger(__name__)

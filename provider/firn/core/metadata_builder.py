@@ -11,14 +11,6 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-from firn.errors import ValidationError
-from firn.spec.snapshots import MAIN_BRANCH, MetadataLogEntry, RefType, SnapshotLogEntry, SnapshotRef
-from firn.spec.table_metadata import TableMetadata, now_ms
-from firn.spec.versions import (
-    MIN_FORMAT_VERSION_ROW_LINEAGE,
-    MIN_FORMAT_VERSION_SEQUENCE_NUMBERS,
-    check_format_version,
-)
 from firn.core.updates import (
     LAST_ADDED,
     AddPartitionSpec,
@@ -41,6 +33,14 @@ from firn.core.updates import (
     SetStatistics,
     TableUpdate,
     UpgradeFormatVersion,
+)
+from firn.errors import ValidationError
+from firn.spec.snapshots import MAIN_BRANCH, MetadataLogEntry, RefType, SnapshotLogEntry, SnapshotRef
+from firn.spec.table_metadata import TableMetadata, now_ms
+from firn.spec.versions import (
+    MIN_FORMAT_VERSION_ROW_LINEAGE,
+    MIN_FORMAT_VERSION_SEQUENCE_NUMBERS,
+    check_format_version,
 )
 
 # TableMetadata's lazily built lookups and the fields they derive from.

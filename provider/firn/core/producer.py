@@ -14,11 +14,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
-from firn.errors import ValidationError
-from firn.spec.content import DataFile, FileContent
-from firn.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot, Summary, new_snapshot_id
-from firn.spec.table_metadata import TableMetadata, now_ms
-from firn.spec.versions import MIN_FORMAT_VERSION_ROW_LINEAGE
 from firn.core.transaction import CommitContext
 from firn.core.updates import (
     AddSnapshot,
@@ -28,6 +23,11 @@ from firn.core.updates import (
     TableRequirement,
     TableUpdate,
 )
+from firn.errors import ValidationError
+from firn.spec.content import DataFile, FileContent
+from firn.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot, Summary, new_snapshot_id
+from firn.spec.table_metadata import TableMetadata, now_ms
+from firn.spec.versions import MIN_FORMAT_VERSION_ROW_LINEAGE
 
 
 @dataclass

@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from firn.core.planning import FileScanTask
 from firn.deletes.apply import EqualityDeletes, PositionDeleteFilter, load_positions
 from firn.expressions import AlwaysTrue, referenced_field_ids, to_arrow_expression
 from firn.io.arrow_schema import schema_to_arrow
@@ -34,7 +35,6 @@ from firn.spec.name_mapping import NameMapping
 from firn.spec.partitioning import PartitionSpec
 from firn.spec.schema import Schema
 from firn.spec.types import INT, LONG, STRING, NestedField
-from firn.core.planning import FileScanTask
 
 MAX_READ_THREADS = 4
 METADATA_FIELDS = {

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from firn.core.planning import FileScanTask, plan_legacy
+from firn.core.reader import METADATA_FIELDS, ReadPlan, read_tasks
 from firn.errors import NotFound, ValidationError
 from firn.expressions import AlwaysTrue, BooleanExpression, bind, parse
 from firn.spec.name_mapping import NameMapping, parse_name_mapping
 from firn.spec.schema import Schema
 from firn.spec.snapshots import Snapshot
-from firn.core.planning import FileScanTask, plan_legacy
-from firn.core.reader import METADATA_FIELDS, ReadPlan, read_tasks
 
 if TYPE_CHECKING:
     from firn.table.table import Table

@@ -27,12 +27,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from firn.errors import CommitConflict, CommitStateUnknown, FirnError, ValidationConflict
-from firn.io.base import FileIO
-from firn.spec.table_metadata import TableMetadata
 from firn.core.metadata_builder import apply_updates, with_metadata_log
 from firn.core.metadata_io import new_metadata_location, write_metadata
 from firn.core.updates import TableRequirement, TableUpdate
+from firn.errors import CommitConflict, CommitStateUnknown, FirnError, ValidationConflict
+from firn.io.base import FileIO
+from firn.spec.table_metadata import TableMetadata
 
 if TYPE_CHECKING:
     from firn.table.table import Table

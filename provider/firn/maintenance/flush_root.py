@@ -13,15 +13,15 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from firn.errors import Unsupported
-from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
-from firn.spec.table_metadata import TableMetadata
 from firn.core.producer import Changes, SnapshotProducer, TreeResult
 from firn.core.transaction import CommitContext, Transaction
 from firn.core.v4.entries import carry_over
 from firn.core.v4.flush import FlushStats, decide, flush_root_table, root_counts
 from firn.core.v4.reader import root_table
 from firn.core.v4.writer import root_location
+from firn.errors import Unsupported
+from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
+from firn.spec.table_metadata import TableMetadata
 
 if TYPE_CHECKING:
     from firn.table.table import Table

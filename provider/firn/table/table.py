@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from firn.core.transaction import CommitResult, SimpleAction, Transaction
+from firn.core.updates import RemoveProperties, SetProperties, TableRequirement, TableUpdate
 from firn.errors import NotFound, ValidationError
 from firn.io.base import FileIO
 from firn.spec.partitioning import PartitionSpec
@@ -15,22 +17,20 @@ from firn.spec.schema import Schema
 from firn.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
 from firn.spec.sorting import SortOrder
 from firn.spec.table_metadata import TableMetadata
-from firn.core.transaction import CommitResult, SimpleAction, Transaction
-from firn.core.updates import RemoveProperties, SetProperties, TableRequirement, TableUpdate
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from firn.catalog.base import Catalog, Identifier
-    from firn.expressions import BooleanExpression
-    from firn.maintenance import TableMaintenance
     from firn.core.actions.manage_snapshots import ManageSnapshots
     from firn.core.actions.row_delta import RowDelta
     from firn.core.actions.update_schema import UpdateSchema
     from firn.core.actions.update_spec import UpdateSpec
     from firn.core.actions.upsert import UpsertResult
-    from firn.core.snapshot_changes import SnapshotChanges
     from firn.core.scan import DataScan
+    from firn.core.snapshot_changes import SnapshotChanges
+    from firn.expressions import BooleanExpression
+    from firn.maintenance import TableMaintenance
 
 
 @dataclass(frozen=True, slots=True)

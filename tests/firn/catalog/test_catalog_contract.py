@@ -8,6 +8,7 @@ import pytest
 
 from firn.catalog.base import Catalog, PropertiesUpdateSummary
 from firn.catalog.base_catalog import BaseCatalog
+from firn.core.metadata_io import new_metadata_location, write_metadata
 from firn.errors import (
     AlreadyExists,
     CommitConflict,
@@ -18,7 +19,6 @@ from firn.errors import (
     NotFound,
     ValidationError,
 )
-from firn.core.metadata_io import new_metadata_location, write_metadata
 from tests.fixtures.catalogs import simple_schema
 
 

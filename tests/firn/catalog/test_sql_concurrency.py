@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from firn.catalog.sql import SqlCatalog
+from firn.core.create import new_table_metadata
 from firn.errors import CommitConflict
 from firn.io.memory import InMemoryFileIO
-from firn.core.create import new_table_metadata
 from tests.fixtures.catalogs import (
     POSTGRES_URL,
     drop_postgres_catalog,

@@ -7,11 +7,6 @@ import uuid
 
 import pytest
 
-from firn.errors import NotFound, Unsupported, ValidationError
-from firn.spec.schema import Schema
-from firn.spec.snapshots import MetadataLogEntry, Operation, RefType, Snapshot, Summary
-from firn.spec.table_metadata import TableMetadata
-from firn.spec.types import LongType, NestedField, StringType
 from firn.core.create import new_table_metadata
 from firn.core.metadata_builder import apply_updates, evolve, with_metadata_log
 from firn.core.updates import (
@@ -31,6 +26,11 @@ from firn.core.updates import (
     SetSnapshotRef,
     UpgradeFormatVersion,
 )
+from firn.errors import NotFound, Unsupported, ValidationError
+from firn.spec.schema import Schema
+from firn.spec.snapshots import MetadataLogEntry, Operation, RefType, Snapshot, Summary
+from firn.spec.table_metadata import TableMetadata
+from firn.spec.types import LongType, NestedField, StringType
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "name", StringType()))
 

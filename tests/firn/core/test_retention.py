@@ -11,11 +11,11 @@ from types import MappingProxyType
 
 import pytest
 
+from firn.core.create import new_table_metadata
+from firn.core.retention import BranchRetention, evaluate_retention, retained_snapshot_ids
 from firn.errors import ValidationError
 from firn.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot, SnapshotRef, Summary
 from firn.spec.table_metadata import TableMetadata
-from firn.core.create import new_table_metadata
-from firn.core.retention import BranchRetention, evaluate_retention, retained_snapshot_ids
 from tests.fixtures.catalogs import simple_schema
 
 DAY = 24 * 3600 * 1000

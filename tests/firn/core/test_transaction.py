@@ -14,12 +14,12 @@ import firn.core.transaction as transaction_module
 from firn.catalog.base_catalog import BaseCatalog
 from firn.catalog.memory import InMemoryCatalog
 from firn.catalog.sql import SqlCatalog
-from firn.errors import CommitConflict, CommitStateUnknown, FirnError, ValidationConflict
-from firn.spec.types import StringType
 from firn.core.actions.write import append_action
 from firn.core.metadata_io import parse_metadata_version
-from firn.table.table import Table
 from firn.core.transaction import Transaction, _backoff_ms
+from firn.errors import CommitConflict, CommitStateUnknown, FirnError, ValidationConflict
+from firn.spec.types import StringType
+from firn.table.table import Table
 from tests.fixtures.catalogs import make_memory_catalog, make_sqlite_catalog
 from tests.fixtures.tables import events, make_events_table
 

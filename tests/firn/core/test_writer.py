@@ -15,6 +15,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from firn.core.create import new_table_metadata
+from firn.core.writer import DefaultLocationProvider, write_data_files
 from firn.errors import ValidationError
 from firn.io.arrow_schema import cast_to_schema
 from firn.io.memory import InMemoryFileIO
@@ -34,8 +36,6 @@ from firn.spec.types import (
     NestedField,
     StructType,
 )
-from firn.core.create import new_table_metadata
-from firn.core.writer import DefaultLocationProvider, write_data_files
 
 LOCATION = "memory://warehouse/db/events"
 

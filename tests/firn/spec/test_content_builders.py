@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from firn.core.planning import FileScanTask, make_file_scan_task
 from firn.expressions import AlwaysTrue
 from firn.spec.content import DataFile, FileContent, FileFormat, make_data_file
-from firn.core.planning import FileScanTask, make_file_scan_task
 
 FULL: dict[str, Any] = {
     "content": FileContent.POSITION_DELETES,

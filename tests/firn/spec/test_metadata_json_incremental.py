@@ -8,12 +8,12 @@ import json
 import uuid
 from collections.abc import Iterator
 
+from firn.core.create import new_table_metadata
 from firn.spec.metadata_json import metadata_from_json, metadata_to_json
 from firn.spec.schema import Schema
 from firn.spec.snapshots import Operation, Snapshot, SnapshotLogEntry, Summary
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.types import LONG, NestedField
-from firn.core.create import new_table_metadata
 
 
 def _snap(i: int, parent: int | None) -> Snapshot:

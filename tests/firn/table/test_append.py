@@ -11,10 +11,10 @@ import pyarrow.compute as pc
 import pytest
 
 from firn.catalog.memory import InMemoryCatalog
+from firn.core.legacy.writer import snapshot_manifests
 from firn.errors import ValidationError
 from firn.io.arrow_schema import arrow_scalar_to_internal
 from firn.spec.snapshots import Operation
-from firn.core.legacy.writer import snapshot_manifests
 from firn.table.table import Table
 from tests.fixtures.catalogs import make_memory_catalog
 from tests.fixtures.tables import LEGACY_VERSIONS, events, make_events_table, sorted_rows

@@ -19,11 +19,11 @@ import pytest
 
 import firn.core.transaction as transaction_module
 from firn.catalog.sql import SqlCatalog
-from firn.errors import ValidationConflict
 from firn.core.actions.overwrite import OverwriteFiles
 from firn.core.actions.write import append_action, delete_action, overwrite_action
-from firn.table.table import Table
 from firn.core.transaction import Action, CommitResult, Transaction
+from firn.errors import ValidationConflict
+from firn.table.table import Table
 from tests.firn.table.ref_factories import ids, make_table, rows
 from tests.fixtures.catalogs import make_sqlite_catalog
 
@@ -214,9 +214,9 @@ def test_merge_on_read_deletes_of_the_same_file_conflict(catalog: SqlCatalog) ->
 
 def test_manual_dv_racing_a_cow_delete(catalog: SqlCatalog) -> None:
     # The same race built from the delete writers directly, without the row-delta builder.
+    from firn.core.metadata_io import metadata_dir
     from firn.deletes import PositionBitmap, write_dv_puffin
     from firn.spec.content import DataFile, FileContent, FileFormat
-    from firn.core.metadata_io import metadata_dir
 
     t1, t2 = _writers(catalog, format_version=3)
     planned = delete_action(t1, "id = 2")

@@ -15,11 +15,11 @@ import pyarrow as pa
 import pytest
 
 from firn.catalog.sql import SqlCatalog
+from firn.core.legacy.writer import snapshot_manifests
 from firn.errors import FirnError, InvalidMetadata, NotFound, Unsupported, ValidationError
 from firn.manifests.cache import clear_caches
 from firn.spec.schema import Schema
 from firn.spec.types import LongType, NestedField
-from firn.core.legacy.writer import snapshot_manifests
 from firn.table.table import Table
 from tests.fixtures.catalogs import make_sqlite_catalog
 from tests.fixtures.tables import events, make_events_table

@@ -13,8 +13,8 @@ import pytest
 
 from firn.catalog.memory import InMemoryCatalog
 from firn.catalog.sql import SqlCatalog
-from firn.errors import NotFound
 from firn.core.metadata_io import parse_metadata_version, read_metadata
+from firn.errors import NotFound
 from tests.fixtures.catalogs import make_memory_catalog, make_sqlite_catalog
 from tests.fixtures.tables import LEGACY_VERSIONS, events, make_events_table
 

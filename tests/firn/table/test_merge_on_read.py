@@ -8,6 +8,7 @@ import pytest
 
 from firn.catalog.memory import InMemoryCatalog
 from firn.catalog.sql import SqlCatalog
+from firn.core.actions.overwrite import OverwriteFiles
 from firn.deletes.apply import load_positions
 from firn.deletes.writers import (
     write_deletion_vectors,
@@ -17,7 +18,6 @@ from firn.deletes.writers import (
 from firn.errors import ValidationConflict, ValidationError
 from firn.spec.content import DataFile, FileContent, FileFormat
 from firn.spec.snapshots import Operation
-from firn.core.actions.overwrite import OverwriteFiles
 from firn.table.table import Table
 from tests.fixtures.catalogs import make_memory_catalog
 from tests.fixtures.row_deletes import data_file, ids, live_deletes, make_table, rows

@@ -14,12 +14,12 @@ import pytest
 
 from firn.catalog.memory import InMemoryCatalog
 from firn.catalog.sql import SqlCatalog
-from firn.errors import CommitConflict, ValidationConflict, ValidationError
-from firn.spec.snapshots import MAIN_BRANCH, RefType, SnapshotRef
 from firn.core.actions.write import append_action
-from firn.table.table import Table
 from firn.core.transaction import CommitContext, Transaction
 from firn.core.updates import AssertRefSnapshotId, AssertTableUUID
+from firn.errors import CommitConflict, ValidationConflict, ValidationError
+from firn.spec.snapshots import MAIN_BRANCH, RefType, SnapshotRef
+from firn.table.table import Table
 from tests.firn.table.ref_factories import ids, make_table, rows
 from tests.fixtures.catalogs import make_sqlite_catalog
 

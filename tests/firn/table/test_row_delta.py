@@ -8,6 +8,7 @@ import pytest
 
 from firn.catalog.memory import InMemoryCatalog
 from firn.catalog.sql import SqlCatalog
+from firn.core.writer import write_data_files
 from firn.deletes.apply import load_positions
 from firn.deletes.writers import (
     write_deletion_vectors,
@@ -18,7 +19,6 @@ from firn.errors import FirnError, NotFound, ValidationConflict, ValidationError
 from firn.spec.content import DataFile
 from firn.spec.snapshots import Operation
 from firn.table.table import Table
-from firn.core.writer import write_data_files
 from tests.fixtures.catalogs import make_memory_catalog
 from tests.fixtures.row_deletes import data_file, ids, live_deletes, make_table, rows
 

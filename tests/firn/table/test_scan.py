@@ -14,11 +14,11 @@ import pytest
 
 from firn import col
 from firn.catalog.memory import InMemoryCatalog
+from firn.core.legacy.writer import snapshot_manifests
 from firn.errors import NotFound, ValidationError
 from firn.expressions import AlwaysTrue, And, BooleanExpression
 from firn.io.memory import InMemoryFileIO, InMemoryInputFile
 from firn.manifests.cache import clear_caches
-from firn.core.legacy.writer import snapshot_manifests
 from firn.table.table import Table
 from tests.fixtures.catalogs import make_memory_catalog
 from tests.fixtures.tables import LEGACY_VERSIONS, events, make_events_table, sorted_rows

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from firn.catalog.sql import SqlCatalog
-from firn.errors import Unsupported, ValidationError
 from firn.core.metadata_io import read_metadata
+from firn.errors import Unsupported, ValidationError
 from tests.fixtures.catalogs import make_sqlite_catalog
 from tests.fixtures.tables import events, make_events_table, sorted_rows
 

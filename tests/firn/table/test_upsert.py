@@ -7,11 +7,11 @@ import pytest
 
 from firn.catalog.memory import InMemoryCatalog
 from firn.catalog.sql import SqlCatalog
+from firn.core.actions.upsert import UpsertResult
 from firn.errors import ValidationConflict, ValidationError
 from firn.spec.schema import Schema
 from firn.spec.snapshots import Operation
 from firn.spec.types import DOUBLE, LONG, STRING, NestedField
-from firn.core.actions.upsert import UpsertResult
 from firn.table.table import Table
 from tests.fixtures.catalogs import make_memory_catalog
 from tests.fixtures.row_deletes import live_deletes, make_table, rows

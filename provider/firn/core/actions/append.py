@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from firn.core.producer import Changes, SnapshotProducer
+from firn.core.transaction import CommitContext
 from firn.errors import ValidationError
 from firn.spec.content import DataFile, FileContent
 from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
 from firn.spec.table_metadata import TableMetadata
-from firn.core.producer import Changes, SnapshotProducer
-from firn.core.transaction import CommitContext
 
 
 class AppendFiles(SnapshotProducer):

@@ -35,9 +35,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from firn.errors import AlreadyExists, FirnError, NotFound, ValidationConflict, ValidationError
-from firn.spec.snapshots import MAIN_BRANCH, RefType, Snapshot, SnapshotRef
-from firn.spec.table_metadata import TableMetadata
 from firn.core.actions.ref_operations import (
     PUBLISHED_WAP_ID,
     REF_MAX_REF_AGE_MS,
@@ -64,6 +61,9 @@ from firn.core.actions.ref_operations import (
 from firn.core.metadata_builder import apply_updates
 from firn.core.transaction import CommitContext, Transaction
 from firn.core.updates import AssertRefSnapshotId, AssertTableUUID, TableRequirement, TableUpdate
+from firn.errors import AlreadyExists, FirnError, NotFound, ValidationConflict, ValidationError
+from firn.spec.snapshots import MAIN_BRANCH, RefType, Snapshot, SnapshotRef
+from firn.spec.table_metadata import TableMetadata
 
 if TYPE_CHECKING:
     import datetime as dt

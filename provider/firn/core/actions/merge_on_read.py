@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from firn.core.planning import FileScanTask
 from firn.deletes.apply import load_positions
 from firn.deletes.bitmap import PositionBitmap, PositionsLike
 from firn.deletes.writers import (
@@ -37,7 +38,6 @@ from firn.spec.content import DataFile, FileContent
 from firn.spec.properties import RowLevelMode, TableProperties
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.versions import MIN_FORMAT_VERSION_DELETION_VECTORS, MIN_FORMAT_VERSION_ROW_LEVEL_DELETES
-from firn.core.planning import FileScanTask
 
 if TYPE_CHECKING:
     from firn.core.actions.write import RowDeletePlan

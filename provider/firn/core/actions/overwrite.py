@@ -23,16 +23,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from firn.core.planning import partition_type_or_none
+from firn.core.producer import Changes, SnapshotProducer
+from firn.core.snapshot_changes import snapshot_changes, snapshots_between
+from firn.core.transaction import CommitContext
 from firn.errors import ValidationConflict
 from firn.expressions import AlwaysFalse, BooleanExpression, InclusiveMetricsEvaluator, PartitionEvaluator
 from firn.spec.content import DataFile, FileContent
 from firn.spec.properties import IsolationLevel
 from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
 from firn.spec.table_metadata import TableMetadata
-from firn.core.snapshot_changes import snapshot_changes, snapshots_between
-from firn.core.planning import partition_type_or_none
-from firn.core.producer import Changes, SnapshotProducer
-from firn.core.transaction import CommitContext
 
 
 def _file_key(f: DataFile) -> str:

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from firn.core.transaction import CommitContext
+from firn.core.updates import RemoveSnapshotRef, SetSnapshotRef, TableUpdate
 from firn.errors import AlreadyExists, NotFound, ValidationConflict, ValidationError
 from firn.spec.content import FileContent
 from firn.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot, SnapshotRef
 from firn.spec.table_metadata import TableMetadata
-from firn.core.transaction import CommitContext
-from firn.core.updates import RemoveSnapshotRef, SetSnapshotRef, TableUpdate
 
 if TYPE_CHECKING:
-    from firn.io.base import FileIO
-    from firn.core.snapshot_changes import SnapshotChanges
     from firn.core.producer import SnapshotProducer
+    from firn.core.snapshot_changes import SnapshotChanges
+    from firn.io.base import FileIO
 
 # Snapshot summary keys Iceberg Java sets on a cherry-picked / published snapshot
 # (``SnapshotSummary.SOURCE_SNAPSHOT_ID_PROP``, ``PUBLISHED_WAP_ID_PROP``, ``STAGED_WAP_ID_PROP``).
@@ -404,9 +404,9 @@ class CherryPick(RefOp):
             )
 
     def _producer_for(self, md: TableMetadata, ctx: CommitContext, source: Snapshot) -> SnapshotProducer:
-        from firn.spec.properties import IsolationLevel
         from firn.core.actions.append import AppendFiles
         from firn.core.actions.overwrite import OverwriteFiles
+        from firn.spec.properties import IsolationLevel
 
         fork = _fork_point(md, source)
         if self._producer is not None:

@@ -31,6 +31,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from firn.core.actions.merge_on_read import write_position_deletes_for
+from firn.core.actions.overwrite import OverwriteFiles
+from firn.core.planning import FileScanTask
+from firn.core.scan import DataScan, to_expression
+from firn.core.writer import write_data_files
 from firn.deletes.apply import load_positions
 from firn.deletes.bitmap import PositionBitmap, PositionsLike
 from firn.deletes.writers import referenced_data_file_of, write_position_delete_files
@@ -41,11 +46,6 @@ from firn.spec.properties import IsolationLevel
 from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.versions import MIN_FORMAT_VERSION_DELETION_VECTORS, MIN_FORMAT_VERSION_ROW_LEVEL_DELETES
-from firn.core.actions.merge_on_read import write_position_deletes_for
-from firn.core.actions.overwrite import OverwriteFiles
-from firn.core.planning import FileScanTask
-from firn.core.scan import DataScan, to_expression
-from firn.core.writer import write_data_files
 
 if TYPE_CHECKING:
     from firn.table.table import Table

@@ -17,6 +17,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from firn.core.transaction import CommitContext
+from firn.core.updates import (
+    LAST_ADDED,
+    AddSchema,
+    AssertCurrentSchemaId,
+    SetCurrentSchema,
+    TableRequirement,
+    TableUpdate,
+)
 from firn.errors import ValidationConflict, ValidationError
 from firn.spec.schema import Schema
 from firn.spec.table_metadata import TableMetadata
@@ -28,15 +37,6 @@ from firn.spec.types import (
     PrimitiveType,
     StructType,
     can_promote,
-)
-from firn.core.transaction import CommitContext
-from firn.core.updates import (
-    LAST_ADDED,
-    AddSchema,
-    AssertCurrentSchemaId,
-    SetCurrentSchema,
-    TableRequirement,
-    TableUpdate,
 )
 
 if TYPE_CHECKING:

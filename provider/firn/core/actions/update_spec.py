@@ -10,16 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from firn.errors import ValidationConflict, ValidationError
-from firn.spec.partitioning import (
-    PartitionField,
-    PartitionSpec,
-    _default_name,
-    parse_known_transform,
-    validate_spec,
-)
-from firn.spec.table_metadata import TableMetadata
-from firn.spec.transforms import Transform, parse_transform
 from firn.core.transaction import CommitContext
 from firn.core.updates import (
     LAST_ADDED,
@@ -30,6 +20,16 @@ from firn.core.updates import (
     TableRequirement,
     TableUpdate,
 )
+from firn.errors import ValidationConflict, ValidationError
+from firn.spec.partitioning import (
+    PartitionField,
+    PartitionSpec,
+    _default_name,
+    parse_known_transform,
+    validate_spec,
+)
+from firn.spec.table_metadata import TableMetadata
+from firn.spec.transforms import Transform, parse_transform
 
 if TYPE_CHECKING:
     from firn.table.table import Table

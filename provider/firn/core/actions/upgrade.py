@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from firn.core.transaction import SimpleAction
+from firn.core.updates import AssertFormatVersion, TableRequirement, TableUpdate, UpgradeFormatVersion
 from firn.errors import ValidationError
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.versions import check_format_version
-from firn.core.transaction import SimpleAction
-from firn.core.updates import AssertFormatVersion, TableRequirement, TableUpdate, UpgradeFormatVersion
 
 if TYPE_CHECKING:
     from firn.table.table import Table

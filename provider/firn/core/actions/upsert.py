@@ -29,13 +29,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from firn.errors import ValidationError
-from firn.expressions import AlwaysFalse, AlwaysTrue, BooleanExpression, and_, col
-from firn.io.arrow_schema import cast_to_schema, storage
-from firn.spec.content import DataFile
-from firn.spec.properties import RowLevelMode
-from firn.spec.snapshots import MAIN_BRANCH
-from firn.spec.types import PrimitiveType
 from firn.core.actions.merge_on_read import merge_on_read_deletes, row_level_mode
 from firn.core.actions.overwrite import OverwriteFiles
 from firn.core.actions.write import RowDeletePlan, _copy_on_write, _file_scoped_deletes
@@ -43,6 +36,13 @@ from firn.core.planning import FileScanTask
 from firn.core.reader import ReadPlan, read_task
 from firn.core.scan import DataScan
 from firn.core.writer import LINEAGE_FIELDS, write_data_files
+from firn.errors import ValidationError
+from firn.expressions import AlwaysFalse, AlwaysTrue, BooleanExpression, and_, col
+from firn.io.arrow_schema import cast_to_schema, storage
+from firn.spec.content import DataFile
+from firn.spec.properties import RowLevelMode
+from firn.spec.snapshots import MAIN_BRANCH
+from firn.spec.types import PrimitiveType
 
 if TYPE_CHECKING:
     from firn.table.table import Table

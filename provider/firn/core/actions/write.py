@@ -15,6 +15,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from firn.core.actions.append import AppendFiles
+from firn.core.actions.overwrite import OverwriteFiles
+from firn.core.planning import FileScanTask, partition_type_or_none
+from firn.core.reader import ReadPlan, read_task
+from firn.core.scan import DataScan, to_expression
+from firn.core.transaction import CommitContext
+from firn.core.updates import SetProperties, TableRequirement, TableUpdate
+from firn.core.writer import LINEAGE_FIELDS, write_data_files
 from firn.errors import AlreadyExists, ValidationError
 from firn.expressions import (
     AlwaysTrue,
@@ -36,14 +44,6 @@ from firn.spec.properties import (
 from firn.spec.snapshots import MAIN_BRANCH, Operation
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.versions import MIN_FORMAT_VERSION_ROW_LEVEL_DELETES
-from firn.core.actions.append import AppendFiles
-from firn.core.actions.overwrite import OverwriteFiles
-from firn.core.planning import FileScanTask, partition_type_or_none
-from firn.core.reader import ReadPlan, read_task
-from firn.core.scan import DataScan, to_expression
-from firn.core.transaction import CommitContext
-from firn.core.updates import SetProperties, TableRequirement, TableUpdate
-from firn.core.writer import LINEAGE_FIELDS, write_data_files
 
 if TYPE_CHECKING:
     from firn.table.table import Table

@@ -13,6 +13,9 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from firn.core.metadata_io import metadata_dir
+from firn.core.producer import Changes, TreeResult
+from firn.core.transaction import CommitContext
 from firn.errors import InvalidMetadata, Unsupported, ValidationConflict
 from firn.manifests.manifest import read_manifest, write_manifest
 from firn.manifests.manifest_list import read_manifest_list, write_manifest_list
@@ -27,9 +30,6 @@ from firn.spec.content import (
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.types import DoubleType, FloatType, StructType
-from firn.core.metadata_io import metadata_dir
-from firn.core.producer import Changes, TreeResult
-from firn.core.transaction import CommitContext
 
 if TYPE_CHECKING:
     from firn.core.producer import SnapshotProducer

@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from firn.core.metadata_io import metadata_dir
+from firn.core.v4.reader import status_np
 from firn.io.base import FileIO
 from firn.manifests.v4_io import ManifestKind, write_v4_manifest
 from firn.manifests.v4_layout import V4Layout, specs_partition_ids
@@ -27,8 +29,6 @@ from firn.spec.content import (
     ManifestStats,
 )
 from firn.spec.table_metadata import TableMetadata
-from firn.core.metadata_io import metadata_dir
-from firn.core.v4.reader import status_np
 
 
 def _arr(x: pa.Array | pa.ChunkedArray) -> pa.Array:

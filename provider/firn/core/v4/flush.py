@@ -22,10 +22,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from firn.io.base import FileIO
-from firn.manifests.v4_io import ManifestKind
-from firn.spec.content import EntryStatus, FileContent
-from firn.spec.table_metadata import TableMetadata
 from firn.core.transaction import CommitContext
 from firn.core.v4.entries import set_version_info, write_leaf
 from firn.core.v4.reader import (
@@ -38,6 +34,10 @@ from firn.core.v4.reader import (
     read_leaf,
     read_leaves,
 )
+from firn.io.base import FileIO
+from firn.manifests.v4_io import ManifestKind
+from firn.spec.content import EntryStatus, FileContent
+from firn.spec.table_metadata import TableMetadata
 
 
 @dataclass(frozen=True)

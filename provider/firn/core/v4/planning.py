@@ -22,6 +22,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from firn.core.planning import FileScanTask, _SpecEvaluators, make_file_scan_task, partition_type_or_none
+from firn.core.v4.reader import (
+    ROOT,
+    live_mask,
+    live_mdvs,
+    manifest_refs,
+    mdv_keep_batched,
+    read_leaves_batched,
+    root_table,
+)
+from firn.core.v4.stats_filter import might_match
 from firn.deletes.index import DeleteFileIndex
 from firn.expressions import AlwaysTrue, BooleanExpression, bind, evaluate
 from firn.expressions.describe import referenced_field_ids
@@ -34,17 +45,6 @@ from firn.spec.content import DataFile, FileContent, FileFormat, make_data_file
 from firn.spec.schema import Schema
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
-from firn.core.planning import FileScanTask, _SpecEvaluators, make_file_scan_task, partition_type_or_none
-from firn.core.v4.reader import (
-    ROOT,
-    live_mask,
-    live_mdvs,
-    manifest_refs,
-    mdv_keep_batched,
-    read_leaves_batched,
-    root_table,
-)
-from firn.core.v4.stats_filter import might_match
 
 
 def _np(arr: Any) -> np.ndarray:

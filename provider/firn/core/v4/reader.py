@@ -203,8 +203,8 @@ def manifest_refs(root: pa.Table, rows: pa.Array | None = None) -> list[Manifest
 def _legacy_leaf(io: FileIO, md: TableMetadata, ref: ManifestRef) -> pa.Table:
     """A v1-v3 Avro manifest referenced from a V4 root, as content entries (every entry kept,
     so ordinals match positions in the file)."""
-    from firn.manifests.manifest import read_manifest
     from firn.core.planning import partition_type_or_none
+    from firn.manifests.manifest import read_manifest
 
     spec = md.specs.get(ref.spec_id)
     ptype = partition_type_or_none(spec, md.schema()) if spec is not None else None

@@ -15,13 +15,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from firn.core.snapshot_changes import SnapshotChanges
+from firn.core.v4.reader import decode_mdv, manifest_refs, read_leaf, root_table
 from firn.io.base import FileIO
 from firn.manifests.v4_layout import V4Layout, specs_partition_ids
 from firn.spec.content import DataFile, EntryStatus, FileContent
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
-from firn.core.snapshot_changes import SnapshotChanges
-from firn.core.v4.reader import decode_mdv, manifest_refs, read_leaf, root_table
 
 
 def _files(md: TableMetadata, table: pa.Table) -> list[DataFile]:

@@ -29,12 +29,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from firn.errors import ValidationConflict
-from firn.manifests.v4_io import ManifestKind, write_v4_manifest
-from firn.manifests.v4_layout import V4Layout, specs_partition_ids
-from firn.spec.content import DataFile, EntryStatus, FileContent, FileFormat, ManifestEntry
-from firn.spec.snapshots import Snapshot
-from firn.spec.table_metadata import TableMetadata
 from firn.core.metadata_io import metadata_dir
 from firn.core.producer import Changes, TreeResult
 from firn.core.transaction import CommitContext
@@ -49,6 +43,12 @@ from firn.core.v4.reader import (
     root_table,
     status_np,
 )
+from firn.errors import ValidationConflict
+from firn.manifests.v4_io import ManifestKind, write_v4_manifest
+from firn.manifests.v4_layout import V4Layout, specs_partition_ids
+from firn.spec.content import DataFile, EntryStatus, FileContent, FileFormat, ManifestEntry
+from firn.spec.snapshots import Snapshot
+from firn.spec.table_metadata import TableMetadata
 
 if TYPE_CHECKING:
     from firn.core.producer import SnapshotProducer

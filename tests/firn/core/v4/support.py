@@ -10,17 +10,17 @@ import numpy as np
 import pyarrow as pa
 
 import firn
+from firn.core.actions.append import AppendFiles
+from firn.core.actions.overwrite import OverwriteFiles
+from firn.core.metadata_io import metadata_dir
+from firn.core.transaction import Transaction
+from firn.core.v4.reader import root_table
+from firn.core.writer import write_data_files
 from firn.deletes.bitmap import PositionBitmap
 from firn.deletes.dv import write_dv_puffin
 from firn.manifests.v4_io import read_v4_manifest
 from firn.spec.content import DataFile, EntryStatus, FileContent, FileFormat
-from firn.core.actions.append import AppendFiles
-from firn.core.actions.overwrite import OverwriteFiles
-from firn.core.metadata_io import metadata_dir
 from firn.table.table import Table
-from firn.core.transaction import Transaction
-from firn.core.v4.reader import root_table
-from firn.core.writer import write_data_files
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 KIND = {0: "D", 1: "DV", 2: "EQ", 3: "M", 4: "DM", 5: "MDV"}

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import firn.core.v4.planning as planning
-from firn.expressions import AlwaysTrue
 from firn.core.planning import FileScanTask
+from firn.expressions import AlwaysTrue
 
 from .support import Labels, commit_append, commit_change, data_files, dv_for, new_table
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 import firn.core.v4.planning as planning
-from firn.manifests.v4_io import clear_v4_cache, read_v4_manifest
 from firn.core.planning import FileScanTask
-from firn.table.table import Table
 from firn.core.v4.reader import manifest_refs, root_table
+from firn.manifests.v4_io import clear_v4_cache, read_v4_manifest
+from firn.table.table import Table
 
 from .support import Labels, commit_append, commit_change, data_files, dv_for, new_table, set_props
 
@@ -116,8 +116,8 @@ def test_batched_leaf_read_tolerates_an_empty_trailing_leaf(tmp_path: Path) -> N
     of the batch: first-row-id inheritance must not index past the batch."""
     import dataclasses
 
-    from firn.manifests.v4_io import write_v4_manifest
     from firn.core.v4.reader import read_leaves_batched
+    from firn.manifests.v4_io import write_v4_manifest
 
     t, _ = _table(tmp_path)
     snap = t.current_snapshot()
