@@ -11,7 +11,6 @@ Start with :func:`load_catalog`::
 from firn.catalog import load_catalog
 from firn.errors import FirnError
 from firn.expressions import col, parse
-
-__version__ = "0.1.0"
+from firn.util.version import __version__
 
 __all__ = ["FirnError", "__version__", "col", "load_catalog", "parse"]

@@ -5,7 +5,7 @@ INTERFACE — implemented by ``firn.catalog.sql.SqlCatalog`` and
 
 Identifiers are ``"db.table"`` strings or tuples (``("db", "table")``); namespaces are
 ``"db"``/``"a.b"`` or tuples. Table commits go through :meth:`Catalog.commit_table`, which the
-transaction (``firn.core.transaction``) calls after writing a new metadata file.
+transaction (``firn.core.commit``) calls after writing a new metadata file.
 """
 
 from __future__ import annotations

@@ -8,8 +8,7 @@ applicable delete files to every data file. Each task carries its residual filte
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from firn.deletes.index import DeleteFileIndex
@@ -20,12 +19,9 @@ from firn.expressions import (
     PartitionEvaluator,
     ResidualEvaluator,
 )
-from firn.io.base import FileIO
-from firn.manifests.manifest import read_manifest
-from firn.spec.content import DataFile, ManifestContent, ManifestEntry, ManifestFile
+from firn.spec.content import DataFile, ManifestEntry
 from firn.spec.partitioning import PartitionSpec
 from firn.spec.schema import Schema
-from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.types import StructType
 
@@ -85,30 +81,7 @@ def partition_type_or_none(spec: PartitionSpec, schema: Schema) -> StructType | 
         return None
 
 
-def read_manifests_parallel(
-    io: FileIO,
-    manifests: Sequence[ManifestFile],
-    metadata: TableMetadata,
-    schema: Schema,
-    *,
-    include_deleted: bool = False,
-) -> list[list[ManifestEntry]]:
-    """Read manifests with threads (I/O and decompression release the GIL)."""
-
-    def one(m: ManifestFile) -> list[ManifestEntry]:
-        spec = metadata.specs.get(m.partition_spec_id)
-        ptype = partition_type_or_none(spec, schema) if spec is not None else None
-        return read_manifest(
-            io.new_input(m.manifest_path), m, partition_type=ptype, include_deleted=include_deleted
-        )
-
-    if len(manifests) <= 1:
-        return [one(m) for m in manifests]
-    with ThreadPoolExecutor(max_workers=min(MAX_PLANNING_THREADS, len(manifests))) as pool:
-        return list(pool.map(one, manifests))
-
-
-class _SpecEvaluators:
+class SpecEvaluators:
     """Per-spec evaluators, built lazily once per scan."""
 
     def __init__(
@@ -160,7 +133,7 @@ class _SpecEvaluators:
 
 def select_entries(
     entries: Iterable[ManifestEntry],
-    evaluators: _SpecEvaluators,
+    evaluators: SpecEvaluators,
     metrics: InclusiveMetricsEvaluator,
 ) -> list[ManifestEntry]:
     out = []
@@ -175,46 +148,10 @@ def select_entries(
     return out
 
 
-def plan_legacy(
-    io: FileIO,
-    metadata: TableMetadata,
-    snapshot: Snapshot,
-    schema: Schema,
-    row_filter: BooleanExpression,
-    *,
-    case_sensitive: bool = True,
-    manifests: Sequence[ManifestFile] | None = None,
-) -> list[FileScanTask]:
-    """Plan the files of a v1-v3 snapshot (manifest list + manifests)."""
-    from firn.core.legacy.writer import snapshot_manifests
-
-    all_manifests = list(manifests) if manifests is not None else snapshot_manifests(io, snapshot)
-    evaluators = _SpecEvaluators(metadata, schema, row_filter, case_sensitive)
-    metrics = InclusiveMetricsEvaluator(schema, row_filter, case_sensitive=case_sensitive)
-
-    def keep_manifest(m: ManifestFile) -> bool:
-        if not (m.has_added_files() or m.has_existing_files()):
-            return False
-        ev = evaluators.manifest(m.partition_spec_id)
-        return ev is None or ev.eval(m)
-
-    data_manifests = [m for m in all_manifests if m.content is ManifestContent.DATA and keep_manifest(m)]
-    delete_manifests = [m for m in all_manifests if m.content is ManifestContent.DELETES and keep_manifest(m)]
-    read = read_manifests_parallel(io, [*data_manifests, *delete_manifests], metadata, schema)
-    data_entries = [
-        e for entries in read[: len(data_manifests)] for e in select_entries(entries, evaluators, metrics)
-    ]
-    delete_entries = [
-        e for entries in read[len(data_manifests) :] for e in select_entries(entries, evaluators, metrics)
-    ]
-    index = DeleteFileIndex(delete_entries, metadata.specs)
-    return build_tasks(data_entries, index, evaluators)
-
-
 def build_tasks(
     data_entries: Iterable[ManifestEntry],
     index: DeleteFileIndex,
-    evaluators: _SpecEvaluators,
+    evaluators: SpecEvaluators,
     origin: Callable[[ManifestEntry], tuple[str, int] | None] | None = None,
 ) -> list[FileScanTask]:
     tasks = []
@@ -235,9 +172,8 @@ def build_tasks(
 
 __all__ = [
     "FileScanTask",
+    "SpecEvaluators",
     "build_tasks",
     "partition_type_or_none",
-    "plan_legacy",
-    "read_manifests_parallel",
     "select_entries",
 ]

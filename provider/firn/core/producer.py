@@ -10,11 +10,11 @@ Conflict validation (isolation levels) is a hook subclasses override.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol
 
-from firn.core.transaction import CommitContext
+from firn.core.commit import CommitContext
+from firn.core.tree_types import PendingFiles, TreeWriter
+from firn.core.trees import tree_writer_for
 from firn.core.updates import (
     AddSnapshot,
     AssertRefSnapshotId,
@@ -30,69 +30,11 @@ from firn.spec.table_metadata import TableMetadata, now_ms
 from firn.spec.versions import MIN_FORMAT_VERSION_ROW_LINEAGE
 
 
-@dataclass
-class Changes:
-    """The file-level changes of one snapshot."""
-
-    added_data: list[DataFile] = field(default_factory=list)
-    added_deletes: list[DataFile] = field(default_factory=list)
-    removed_data: list[DataFile] = field(default_factory=list)
-    removed_deletes: list[DataFile] = field(default_factory=list)
-    # Data files added with an explicit data sequence number (compaction keeps the starting one).
-    data_sequence_number: int | None = None
-    # V4: where removed files live (manifest location, ordinal), from planning; lets a commit
-    # target a leaf entry with a manifest DV without searching the tree.
-    origins: dict[str, tuple[str, int]] = field(default_factory=dict)
-
-    @property
-    def is_empty(self) -> bool:
-        return not (self.added_data or self.added_deletes or self.removed_data or self.removed_deletes)
-
-
-@dataclass(frozen=True, slots=True)
-class TreeResult:
-    """What a tree writer produced for one attempt."""
-
-    manifest_list: str | None = None
-    root_manifest: str | None = None
-    # v3+ row lineage: the rows assigned ids by this snapshot.
-    added_rows: int | None = None
-    # Metrics of the metadata work for the summary (manifests-created/kept/replaced...).
-    summary_extra: Mapping[str, str] = field(default_factory=dict)
-    files_written: tuple[str, ...] = ()
-
-
-class TreeWriter(Protocol):
-    """Writes the metadata tree (manifests + list, or root manifest) of a new snapshot."""
-
-    def write(
-        self,
-        base: TableMetadata,
-        parent: Snapshot | None,
-        changes: Changes,
-        snapshot_id: int,
-        sequence_number: int,
-        ctx: CommitContext,
-    ) -> TreeResult: ...
-
-    def files_in_use(self) -> set[str]: ...
-
-
-def tree_writer_for(metadata: TableMetadata, producer: SnapshotProducer) -> TreeWriter:
-    if metadata.uses_root_manifest:
-        from firn.core.v4.writer import RootTreeWriter
-
-        return RootTreeWriter(producer)
-    from firn.core.legacy.writer import LegacyTreeWriter
-
-    return LegacyTreeWriter(producer)
-
-
 def _add_count(totals: dict[str, int], key: str, value: int) -> None:
     totals[key] = totals.get(key, 0) + value
 
 
-def file_summary(changes: Changes) -> dict[str, int]:
+def file_summary(changes: PendingFiles) -> dict[str, int]:
     """Appendix F metrics for the added and removed files."""
     s: dict[str, int] = {}
     for f in changes.added_data:
@@ -136,7 +78,7 @@ _TOTALS = (
 
 def build_summary(
     operation: Operation,
-    changes: Changes,
+    changes: PendingFiles,
     parent: Snapshot | None,
     extra: Mapping[str, str],
     properties: Mapping[str, str],
@@ -190,14 +132,14 @@ class SnapshotProducer:
         self.last_snapshot: Snapshot | None = None
 
     # -- hooks for subclasses --------------------------------------------------------------------
-    def changes(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> Changes:
+    def changes(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> PendingFiles:
         """The files this operation adds and removes, computed against ``base``."""
         raise NotImplementedError  # pragma: no cover - abstract
 
     def validate(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> None:
         """Conflict validation against concurrent commits; raise ``ValidationConflict``."""
 
-    def operation_for(self, changes: Changes) -> Operation:
+    def operation_for(self, changes: PendingFiles) -> Operation:
         return self.operation
 
     def make_tree_writer(self, base: TableMetadata) -> TreeWriter:
@@ -272,12 +214,8 @@ def ids_of(files: Iterable[DataFile]) -> set[str]:
 
 
 __all__ = [
-    "Changes",
     "SnapshotProducer",
-    "TreeResult",
-    "TreeWriter",
     "build_summary",
     "file_summary",
     "ids_of",
-    "tree_writer_for",
 ]

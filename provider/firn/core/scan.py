@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from firn.core.planning import FileScanTask, plan_legacy
+from firn.core.legacy.planning import plan_legacy
+from firn.core.planning import FileScanTask
 from firn.core.reader import METADATA_FIELDS, ReadPlan, read_tasks
 from firn.errors import NotFound, ValidationError
 from firn.expressions import AlwaysTrue, BooleanExpression, bind, parse

@@ -16,137 +16,27 @@ import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from firn.errors import Unsupported, ValidationError
-from firn.io.arrow_schema import FIELD_ID_KEY, arrow_scalar_to_internal, cast_to_schema, storage
+from firn.io.arrow_partitions import group_rows, groupable, partition_keys, source_column
+from firn.io.arrow_schema import FIELD_ID_KEY, arrow_scalar_to_internal, cast_to_schema
 from firn.io.base import FileIO
 from firn.io.parquet import ParquetWriteResult, write_parquet_file
 from firn.spec.content import DataFile, PartitionTuple
 from firn.spec.field_ids import LAST_UPDATED_SEQUENCE_NUMBER_COLUMN_ID, ROW_ID_COLUMN_ID
+from firn.spec.locations import DefaultLocationProvider, LocationProvider
 from firn.spec.partitioning import PartitionSpec
-from firn.spec.properties import METRICS_MODE_COLUMN_PREFIX, WRITE_DATA_PATH, TableProperties
+from firn.spec.properties import METRICS_MODE_COLUMN_PREFIX, TableProperties
 from firn.spec.schema import Schema
 from firn.spec.sorting import NullOrder, SortDirection, SortOrder
 from firn.spec.table_metadata import TableMetadata
-from firn.spec.types import LONG, NestedField, StructType
+from firn.spec.types import LONG, NestedField
 
 # Files written concurrently by one call; pyarrow releases the GIL while encoding.
 MAX_WRITE_THREADS = 8
-DATA_DIR = "data"
-
-
-class LocationProvider(Protocol):
-    """Where new data files go."""
-
-    def new_data_location(self, file_name: str, partition_path: str | None = None) -> str:
-        """The full location of a data file named ``file_name`` in a partition directory."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class DefaultLocationProvider:
-    """``<write.data.path or <table location>/data>/<partition path>/<file name>`` (as Java)."""
-
-    data_path: str
-
-    @classmethod
-    def for_table(cls, metadata: TableMetadata) -> DefaultLocationProvider:
-        configured = metadata.properties.get(WRITE_DATA_PATH)
-        base = str(configured) if configured else f"{metadata.location.rstrip('/')}/{DATA_DIR}"
-        return cls(base.rstrip("/"))
-
-    def new_data_location(self, file_name: str, partition_path: str | None = None) -> str:
-        if partition_path:
-            return f"{self.data_path}/{partition_path}/{file_name}"
-        return f"{self.data_path}/{file_name}"
-
-
-def _source_column(data: pa.Table, schema: Schema, source_id: int) -> pa.ChunkedArray:
-    """The values of a (possibly nested) source column; null wherever a parent struct is null."""
-    name = schema.find_column_name(source_id)
-    if name is None:
-        raise ValidationError(f"partition source id {source_id} is not in the current schema")
-    path: list[int] = []
-    cur: Any = schema.as_struct()
-    fid = source_id
-    chain = [fid]
-    while (parent := schema.parent_id(fid)) is not None:
-        chain.append(parent)
-        fid = parent
-    for fid in reversed(chain):
-        if not isinstance(cur, StructType):
-            raise Unsupported(f"cannot partition by {name!r}: it is nested in a list or map")
-        idx = [f.field_id for f in cur.fields].index(fid)
-        path.append(idx)
-        cur = cur.fields[idx].field_type
-    col = data.column(path[0])
-    for idx in path[1:]:
-        # ChunkedArray.flatten() merges the parent's validity into the child.
-        col = col.flatten()[idx]
-    return col
-
-
-def _partition_keys(data: pa.Table, schema: Schema, spec: PartitionSpec) -> list[pa.Array]:
-    keys = []
-    for pf in spec.fields:
-        if pf.source_ids is not None and len(pf.source_ids) > 1:
-            raise Unsupported(f"partition field {pf.name!r}: multi-argument transforms cannot be written yet")
-        source_type = schema.find_type(pf.source_id)
-        values = _source_column(data, schema, pf.source_id)
-        keys.append(pf.transform.apply_arrow(source_type, values))
-    return keys
-
-
-def _groupable(arr: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
-    if isinstance(arr, pa.ChunkedArray):
-        return (
-            pa.chunked_array([storage(c) for c in arr.chunks])
-            if isinstance(arr.type, pa.BaseExtensionType)
-            else arr
-        )
-    return storage(arr)
-
-
-def _group_rows(data: pa.Table, keys: list[pa.Array]) -> tuple[pa.Table, list[tuple[int, int]], pa.Table]:
-    """Rows reordered so each partition is contiguous, the ``(offset, length)`` of each
-    partition, and one row of key values per partition. Row order within a partition is kept."""
-    names = [f"k{i}" for i in range(len(keys))]
-    key_table = pa.table(
-        {**{n: _groupable(k) for n, k in zip(names, keys)}, "__row": np.arange(data.num_rows)}
-    )
-    grouped = key_table.group_by(names, use_threads=False).aggregate([("__row", "list")])
-    rows = grouped.column("__row_list").combine_chunks()
-    offsets = rows.offsets.to_numpy()
-    offsets = offsets - offsets[0]
-    reordered = data.take(rows.flatten())
-    spans = [(int(offsets[i]), int(offsets[i + 1] - offsets[i])) for i in range(grouped.num_rows)]
-    return reordered, spans, grouped.select(names)
-
-
-def partition_rows(
-    data: pa.Table, schema: Schema, spec: PartitionSpec
-) -> list[tuple[PartitionTuple, pa.Table]]:
-    """Split rows (already cast to ``schema``, which must hold the spec's source columns) into
-    one table per partition tuple of ``spec``; an unpartitioned spec gives one group."""
-    if not spec.fields:
-        return [((), data)]
-    partition_type = spec.partition_type(schema)
-    reordered, spans, key_rows = _group_rows(data, _partition_keys(data, schema, spec))
-    return [
-        (
-            tuple(
-                arrow_scalar_to_internal(pt.field_type, key_rows.column(j)[i])
-                for j, pt in enumerate(partition_type.fields)
-            ),
-            reordered.slice(offset, length),
-        )
-        for i, (offset, length) in enumerate(spans)
-    ]
 
 
 # Spec "Row Lineage": the reserved columns a row-moving writer copies into new files.
@@ -179,9 +69,9 @@ def _sort(data: pa.Table, schema: Schema, order: SortOrder) -> pa.Table:
     sort_keys: list[tuple[str, str]] = []
     for i, sf in enumerate(order.fields):
         values = sf.transform.apply_arrow(
-            schema.find_type(sf.source_id), _source_column(data, schema, sf.source_id)
+            schema.find_type(sf.source_id), source_column(data, schema, sf.source_id)
         )
-        values = _groupable(values)
+        values = groupable(values)
         # Arrow puts nulls last; a leading validity key gives each field its own null order.
         columns[f"v{i}"] = pc.is_valid(values)
         columns[f"s{i}"] = values
@@ -251,8 +141,8 @@ def write_data_files(
     partition_type = spec.partition_type(schema)
 
     if spec.fields:
-        keys = _partition_keys(data, schema, spec)
-        data, spans, key_rows = _group_rows(data, keys)
+        keys = partition_keys(data, schema, spec)
+        data, spans, key_rows = group_rows(data, keys)
         partitions = [
             tuple(
                 arrow_scalar_to_internal(pt.field_type, key_rows.column(j)[i])
@@ -306,11 +196,4 @@ def _run_all(io: FileIO, tasks: Sequence[_Task], run: Any) -> list[ParquetWriteR
     return results
 
 
-__all__ = [
-    "DATA_DIR",
-    "LINEAGE_FIELDS",
-    "DefaultLocationProvider",
-    "LocationProvider",
-    "partition_rows",
-    "write_data_files",
-]
+__all__ = ["LINEAGE_FIELDS", "write_data_files"]

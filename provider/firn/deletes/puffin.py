@@ -24,9 +24,9 @@ from typing import Any
 import lz4.frame
 import zstandard
 
-import firn
 from firn.errors import InvalidMetadata, ValidationError
 from firn.io.base import InputFile, OutputFile
+from firn.util.version import __version__
 
 MAGIC = b"PFA1"  # Puffin Fratercula arctica, version 1
 # FooterPayloadSize (4) + Flags (4) + Magic (4), after the payload.
@@ -39,7 +39,7 @@ FLAG_FOOTER_PAYLOAD_COMPRESSED = 0x1  # byte 0, bit 0
 
 # Recommended FileMetadata property (puffin-spec "Common properties").
 CREATED_BY_PROPERTY = "created-by"
-DEFAULT_CREATED_BY = f"Firn {firn.__version__}"
+DEFAULT_CREATED_BY = f"Firn {__version__}"
 
 DELETION_VECTOR_V1 = "deletion-vector-v1"
 

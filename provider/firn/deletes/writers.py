@@ -27,11 +27,13 @@ import pyarrow as pa
 from firn.deletes.bitmap import PositionBitmap, PositionsLike
 from firn.deletes.dv import write_dv_puffin
 from firn.errors import ValidationError
+from firn.io.arrow_partitions import partition_rows
 from firn.io.arrow_schema import cast_to_schema
 from firn.io.base import FileIO
 from firn.io.parquet import write_parquet_file
 from firn.spec.content import DataFile, FileContent, FileFormat, PartitionTuple
 from firn.spec.field_ids import DELETE_FILE_PATH_ID, DELETE_FILE_POS_ID
+from firn.spec.locations import DefaultLocationProvider
 from firn.spec.partitioning import PartitionSpec
 from firn.spec.properties import METRICS_MODE_COLUMN_PREFIX, TableProperties
 from firn.spec.schema import Schema
@@ -70,8 +72,6 @@ def referenced_data_file_of(delete_file: DataFile) -> str | None:
 
 
 def _location(metadata: TableMetadata, spec: PartitionSpec, partition: PartitionTuple, name: str) -> str:
-    from firn.core.writer import DefaultLocationProvider
-
     path = spec.partition_path(partition, metadata.schema()) if spec.fields else None
     return DefaultLocationProvider.for_table(metadata).new_data_location(name, path)
 
@@ -260,8 +260,6 @@ def write_equality_delete_files(
         raise ValidationError(f"equality delete rows are missing column(s) {missing}")
     if rows.num_rows == 0:
         return []
-    from firn.core.writer import partition_rows
-
     data = cast_to_schema(rows, file_schema)
     write_id = uuid.uuid4()
     written: list[DataFile] = []

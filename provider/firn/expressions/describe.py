@@ -25,7 +25,7 @@ from firn.expressions.predicates import (
     UnboundSetPredicate,
     sorted_literals,
 )
-from firn.expressions.tree import BooleanExpression
+from firn.expressions.tree import BooleanExpression, describe
 from firn.expressions.visitors import BooleanExpressionVisitor, visit
 from firn.spec.types import (
     DateType,
@@ -198,6 +198,9 @@ def to_string(expr: BooleanExpression) -> str:
     ``AND`` / ``OR`` as balanced trees, which the text does not record).
     """
     return visit(expr, _ToString())[0]
+
+
+describe.register(BooleanExpression, to_string)
 
 
 class _FieldIds(BooleanExpressionVisitor[frozenset[int]]):

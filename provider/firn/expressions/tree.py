@@ -14,8 +14,19 @@ filter would remove far more rows than intended. Use ``&``, ``|`` and ``~`` inst
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import reduce
+from functools import reduce, singledispatch
 from typing import ClassVar, NoReturn
+
+
+@singledispatch
+def describe(expr: BooleanExpression) -> str:
+    """SQL-like text of ``expr`` (what ``str(expr)`` returns).
+
+    The text is produced by a visitor over every expression class, which lives above this
+    module (:mod:`firn.expressions.describe`) and registers itself here; importing
+    :mod:`firn.expressions` (which any import of this module does first) installs it.
+    """
+    return repr(expr)
 
 
 class BooleanExpression:
@@ -43,9 +54,7 @@ class BooleanExpression:
         )
 
     def __str__(self) -> str:
-        from firn.expressions.describe import to_string
-
-        return to_string(self)
+        return describe(self)
 
 
 class AlwaysTrue(BooleanExpression):

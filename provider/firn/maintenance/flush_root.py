@@ -13,8 +13,9 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from firn.core.producer import Changes, SnapshotProducer, TreeResult
-from firn.core.transaction import CommitContext, Transaction
+from firn.core.commit import CommitContext, Transaction
+from firn.core.producer import SnapshotProducer
+from firn.core.tree_types import PendingFiles, TreeResult
 from firn.core.v4.entries import carry_over
 from firn.core.v4.flush import FlushStats, decide, flush_root_table, root_counts
 from firn.core.v4.reader import root_table
@@ -85,7 +86,7 @@ class _FlushTree:
         self,
         base: TableMetadata,
         parent: Snapshot | None,
-        changes: Changes,
+        changes: PendingFiles,
         snapshot_id: int,
         sequence_number: int,
         ctx: CommitContext,
@@ -136,8 +137,8 @@ class _FlushAction(SnapshotProducer):
     def make_tree_writer(self, base: TableMetadata) -> _FlushTree:
         return _FlushTree(self)
 
-    def changes(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> Changes:
-        return Changes()
+    def changes(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> PendingFiles:
+        return PendingFiles()
 
     def apply(self, base: TableMetadata, ctx: CommitContext):  # type: ignore[no-untyped-def]
         parent = base.snapshot_for_ref(self.branch)

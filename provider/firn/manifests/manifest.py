@@ -27,7 +27,6 @@ from firn.manifests._avro_io import (
     check_types,
     corrupt,
     field_name,
-    gc_paused,
     named_types,
     nested_record,
     open_avro,
@@ -59,6 +58,7 @@ from firn.spec.versions import (
     MIN_FORMAT_VERSION_ROW_LEVEL_DELETES,
     MIN_FORMAT_VERSION_SEQUENCE_NUMBERS,
 )
+from firn.util.gc import gc_paused
 
 # Key-value metadata keys (spec "Manifests").
 META_SCHEMA = "schema"

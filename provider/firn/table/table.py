@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from firn.core.transaction import CommitResult, SimpleAction, Transaction
+from firn.core.commit import CommitResult, SimpleAction, Transaction
 from firn.core.updates import RemoveProperties, SetProperties, TableRequirement, TableUpdate
 from firn.errors import NotFound, ValidationError
 from firn.io.base import FileIO
@@ -17,6 +17,7 @@ from firn.spec.schema import Schema
 from firn.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
 from firn.spec.sorting import SortOrder
 from firn.spec.table_metadata import TableMetadata
+from firn.util.timestamps import to_timestamp_ms
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from firn.core.actions.update_spec import UpdateSpec
     from firn.core.actions.upsert import UpsertResult
     from firn.core.scan import DataScan
-    from firn.core.snapshot_changes import SnapshotChanges
+    from firn.core.tree_types import SnapshotChanges
     from firn.expressions import BooleanExpression
     from firn.maintenance import TableMaintenance
 
@@ -46,28 +47,6 @@ class HistoryEntry:
     @property
     def timestamp(self) -> dt.datetime:
         return dt.datetime.fromtimestamp(self.timestamp_ms / 1000, tz=dt.UTC)
-
-
-def to_timestamp_ms(value: dt.datetime | dt.date | int | float | str) -> int:
-    """Accept epoch milliseconds, a datetime (naive = UTC), a date, or an ISO-8601 string."""
-    if isinstance(value, bool):
-        raise ValidationError(f"invalid timestamp {value!r}")
-    if isinstance(value, int | float):
-        return int(value)
-    if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValidationError(
-                f"invalid timestamp {value!r}; use ISO-8601 or epoch milliseconds"
-            ) from None
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.UTC)
-        return int(value.timestamp() * 1000)
-    if isinstance(value, dt.date):
-        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp() * 1000)
-    raise ValidationError(f"invalid timestamp {value!r}")
 
 
 class Table:
@@ -385,7 +364,7 @@ class Table:
         ``to_snapshot_id`` (default: current), oldest first. ``to`` must descend from ``from``.
 
         For V4 snapshots this reads only their roots and the leaves they changed."""
-        from firn.core.snapshot_changes import snapshot_changes, snapshots_between
+        from firn.core.trees import snapshot_changes, snapshots_between
 
         to_id = to_snapshot_id if to_snapshot_id is not None else self.metadata.current_snapshot_id
         if to_id is None:
@@ -444,4 +423,4 @@ class Table:
         return f"Table({self.name!r}, format_version={self.metadata.format_version})"
 
 
-__all__ = ["HistoryEntry", "Table", "to_timestamp_ms"]
+__all__ = ["HistoryEntry", "Table"]

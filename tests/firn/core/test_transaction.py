@@ -10,13 +10,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-import firn.core.transaction as transaction_module
+import firn.core.commit as transaction_module
 from firn.catalog.base_catalog import BaseCatalog
 from firn.catalog.memory import InMemoryCatalog
 from firn.catalog.sql import SqlCatalog
 from firn.core.actions.write import append_action
+from firn.core.commit import Transaction, _backoff_ms
 from firn.core.metadata_io import parse_metadata_version
-from firn.core.transaction import Transaction, _backoff_ms
 from firn.errors import CommitConflict, CommitStateUnknown, FirnError, ValidationConflict
 from firn.spec.types import StringType
 from firn.table.table import Table

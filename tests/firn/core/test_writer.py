@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from firn.core.create import new_table_metadata
-from firn.core.writer import DefaultLocationProvider, write_data_files
+from firn.core.writer import write_data_files
 from firn.errors import ValidationError
 from firn.io.arrow_schema import cast_to_schema
 from firn.io.memory import InMemoryFileIO
@@ -24,6 +24,7 @@ from firn.io.parquet import read_parquet_table
 from firn.io.pyarrow_io import PyArrowFileIO
 from firn.spec import values
 from firn.spec.content import DataFile, FileContent, FileFormat
+from firn.spec.locations import DefaultLocationProvider
 from firn.spec.schema import Schema
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.types import (

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pytest
 
 from firn.catalog.memory import InMemoryCatalog
-from firn.core.legacy.writer import snapshot_manifests
+from firn.core.legacy.reader import snapshot_manifests
 from firn.errors import ValidationError
 from firn.io.arrow_schema import arrow_scalar_to_internal
 from firn.spec.snapshots import Operation

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-import firn.core.transaction as transaction_module
+import firn.core.commit as transaction_module
 from firn.catalog.sql import SqlCatalog
 from firn.core.actions.overwrite import OverwriteFiles
 from firn.core.actions.write import append_action, delete_action, overwrite_action
-from firn.core.transaction import Action, CommitResult, Transaction
+from firn.core.commit import Action, CommitResult, Transaction
 from firn.errors import ValidationConflict
 from firn.table.table import Table
 from tests.firn.table.ref_factories import ids, make_table, rows

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from firn.catalog.sql import SqlCatalog
-from firn.core.legacy.writer import snapshot_manifests
+from firn.core.legacy.reader import snapshot_manifests
 from firn.errors import FirnError, InvalidMetadata, NotFound, Unsupported, ValidationError
 from firn.manifests.cache import clear_caches
 from firn.spec.schema import Schema

@@ -102,8 +102,7 @@ def test_repeated_deletes_keep_one_live_dv_with_every_position(catalog: InMemory
     assert snap.summary.properties["removed-dvs"] == "1" and snap.summary.properties["added-dvs"] == "1"
     assert ids(t) == [i for i in range(100) if i not in expected]
     # Exactly one live DV entry for the file in the whole snapshot (not just the scan's choice).
-    from firn.core.legacy.writer import snapshot_manifests
-    from firn.core.planning import read_manifests_parallel
+    from firn.core.legacy.reader import read_manifests_parallel, snapshot_manifests
 
     manifests = [m for m in snapshot_manifests(t.io, t.current_snapshot()) if m.content.name == "DELETES"]
     entries = [e for es in read_manifests_parallel(t.io, manifests, t.metadata, t.schema()) for e in es]

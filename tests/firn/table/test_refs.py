@@ -15,7 +15,7 @@ import pytest
 from firn.catalog.memory import InMemoryCatalog
 from firn.catalog.sql import SqlCatalog
 from firn.core.actions.write import append_action
-from firn.core.transaction import CommitContext, Transaction
+from firn.core.commit import CommitContext, Transaction
 from firn.core.updates import AssertRefSnapshotId, AssertTableUUID
 from firn.errors import CommitConflict, ValidationConflict, ValidationError
 from firn.spec.snapshots import MAIN_BRANCH, RefType, SnapshotRef

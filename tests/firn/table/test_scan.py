@@ -14,7 +14,7 @@ import pytest
 
 from firn import col
 from firn.catalog.memory import InMemoryCatalog
-from firn.core.legacy.writer import snapshot_manifests
+from firn.core.legacy.reader import snapshot_manifests
 from firn.errors import NotFound, ValidationError
 from firn.expressions import AlwaysTrue, And, BooleanExpression
 from firn.io.memory import InMemoryFileIO, InMemoryInputFile

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from firn.core.producer import Changes, SnapshotProducer
-from firn.core.transaction import CommitContext
+from firn.core.commit import CommitContext
+from firn.core.producer import SnapshotProducer
+from firn.core.tree_types import PendingFiles
 from firn.errors import ValidationError
 from firn.spec.content import DataFile, FileContent
 from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
@@ -33,8 +34,8 @@ class AppendFiles(SnapshotProducer):
             raise ValidationError("the same file was given twice to one append")
         self.files = list(files)
 
-    def changes(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> Changes:
-        return Changes(added_data=self.files)
+    def changes(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> PendingFiles:
+        return PendingFiles(added_data=self.files)
 
 
 __all__ = ["AppendFiles"]

@@ -58,12 +58,13 @@ from firn.core.actions.ref_operations import (
     pickable_changes,
     ref_kind,
 )
+from firn.core.commit import CommitContext, Transaction
 from firn.core.metadata_builder import apply_updates
-from firn.core.transaction import CommitContext, Transaction
 from firn.core.updates import AssertRefSnapshotId, AssertTableUUID, TableRequirement, TableUpdate
 from firn.errors import AlreadyExists, FirnError, NotFound, ValidationConflict, ValidationError
 from firn.spec.snapshots import MAIN_BRANCH, RefType, Snapshot, SnapshotRef
 from firn.spec.table_metadata import TableMetadata
+from firn.util.timestamps import to_timestamp_ms
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -236,8 +237,6 @@ class ManageSnapshots:
     def rollback_to_time(self, when: dt.datetime | dt.date | int | str) -> ManageSnapshots:
         """Roll main back to its newest ancestor committed strictly before ``when``
         (Iceberg Java ``rollbackToTime``: snapshot timestamps, not the snapshot log)."""
-        from firn.table.table import to_timestamp_ms
-
         if self._main_unknown:
             raise ValidationError("commit the cherry-pick before rolling main back")
         ts = to_timestamp_ms(when)
@@ -276,7 +275,7 @@ class ManageSnapshots:
         op = CherryPick(sid, None)
         source, fast_forward = op._check(self._view)
         if not fast_forward:
-            from firn.core.snapshot_changes import snapshot_changes
+            from firn.core.trees import snapshot_changes
 
             op._changes = pickable_changes(snapshot_changes(self._table.io, self._view, source))
         self._add(op)

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from firn.core.commit import CommitContext
 from firn.core.planning import partition_type_or_none
-from firn.core.producer import Changes, SnapshotProducer
-from firn.core.snapshot_changes import snapshot_changes, snapshots_between
-from firn.core.transaction import CommitContext
+from firn.core.producer import SnapshotProducer
+from firn.core.tree_types import PendingFiles
+from firn.core.trees import snapshot_changes, snapshots_between
 from firn.errors import ValidationConflict
 from firn.expressions import AlwaysFalse, BooleanExpression, InclusiveMetricsEvaluator, PartitionEvaluator
 from firn.spec.content import DataFile, FileContent
@@ -89,7 +90,7 @@ class OverwriteFiles(SnapshotProducer):
         """Nothing to add or remove (e.g. a delete that matched no rows): no snapshot needed."""
         return not (self.added_data or self.removed_data or self.added_deletes or self.removed_deletes)
 
-    def operation_for(self, changes: Changes) -> Operation:
+    def operation_for(self, changes: PendingFiles) -> Operation:
         if self.fixed_operation is not None:
             return self.fixed_operation
         adds = bool(changes.added_data or changes.added_deletes)
@@ -100,8 +101,8 @@ class OverwriteFiles(SnapshotProducer):
             return Operation.DELETE
         return Operation.OVERWRITE
 
-    def changes(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> Changes:
-        return Changes(
+    def changes(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> PendingFiles:
+        return PendingFiles(
             added_data=self.added_data,
             added_deletes=self.added_deletes,
             removed_data=self.removed_data,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from firn.core.transaction import CommitContext
+from firn.core.commit import CommitContext
 from firn.core.updates import RemoveSnapshotRef, SetSnapshotRef, TableUpdate
 from firn.errors import AlreadyExists, NotFound, ValidationConflict, ValidationError
 from firn.spec.content import FileContent
@@ -22,7 +22,7 @@ from firn.spec.table_metadata import TableMetadata
 
 if TYPE_CHECKING:
     from firn.core.producer import SnapshotProducer
-    from firn.core.snapshot_changes import SnapshotChanges
+    from firn.core.tree_types import SnapshotChanges
     from firn.io.base import FileIO
 
 # Snapshot summary keys Iceberg Java sets on a cherry-picked / published snapshot
@@ -366,7 +366,7 @@ class CherryPick(RefOp):
 
     def _source_changes(self, md: TableMetadata, ctx: CommitContext) -> SnapshotChanges:
         if self._changes is None:
-            from firn.core.snapshot_changes import snapshot_changes
+            from firn.core.trees import snapshot_changes
 
             self._changes = pickable_changes(snapshot_changes(ctx.io, md, md.snapshot(self.source_id)))
         return self._changes
@@ -463,7 +463,7 @@ def _live_data_paths(io: FileIO, md: TableMetadata) -> set[str]:
         from firn.core.v4.planning import plan_root
 
         return {t.file.file_path for t in plan_root(io, md, snap, md.schema(), AlwaysTrue())}
-    from firn.core.planning import plan_legacy
+    from firn.core.legacy.planning import plan_legacy
 
     return {t.file.file_path for t in plan_legacy(io, md, snap, md.schema(), AlwaysTrue())}
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from firn.core.transaction import CommitContext
+from firn.core.commit import CommitContext
 from firn.core.updates import (
     LAST_ADDED,
     AddSchema,
@@ -387,7 +387,7 @@ class UpdateSchema:
         return set()
 
     def commit(self) -> None:
-        from firn.core.transaction import Transaction
+        from firn.core.commit import Transaction
 
         Transaction(self._table).add_action(self).commit()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from firn.core.transaction import CommitContext
+from firn.core.commit import CommitContext
 from firn.core.updates import (
     LAST_ADDED,
     AddPartitionSpec,
@@ -131,7 +131,7 @@ class UpdateSpec:
         return set()
 
     def commit(self) -> None:
-        from firn.core.transaction import Transaction
+        from firn.core.commit import Transaction
 
         Transaction(self._table).add_action(self).commit()
 

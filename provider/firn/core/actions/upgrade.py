@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from firn.core.transaction import SimpleAction
+from firn.core.commit import SimpleAction
 from firn.core.updates import AssertFormatVersion, TableRequirement, TableUpdate, UpgradeFormatVersion
 from firn.errors import ValidationError
 from firn.spec.table_metadata import TableMetadata

@@ -17,10 +17,10 @@ import pyarrow.compute as pc
 
 from firn.core.actions.append import AppendFiles
 from firn.core.actions.overwrite import OverwriteFiles
+from firn.core.commit import CommitContext
 from firn.core.planning import FileScanTask, partition_type_or_none
 from firn.core.reader import ReadPlan, read_task
 from firn.core.scan import DataScan, to_expression
-from firn.core.transaction import CommitContext
 from firn.core.updates import SetProperties, TableRequirement, TableUpdate
 from firn.core.writer import LINEAGE_FIELDS, write_data_files
 from firn.errors import AlreadyExists, ValidationError

@@ -13,12 +13,13 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from firn.core.commit import CommitContext
+from firn.core.legacy.reader import snapshot_manifests
 from firn.core.metadata_io import metadata_dir
-from firn.core.producer import Changes, TreeResult
-from firn.core.transaction import CommitContext
-from firn.errors import InvalidMetadata, Unsupported, ValidationConflict
+from firn.core.tree_types import PendingFiles, TreeResult
+from firn.errors import ValidationConflict
 from firn.manifests.manifest import read_manifest, write_manifest
-from firn.manifests.manifest_list import read_manifest_list, write_manifest_list
+from firn.manifests.manifest_list import write_manifest_list
 from firn.spec import values
 from firn.spec.content import (
     DataFile,
@@ -33,20 +34,6 @@ from firn.spec.types import DoubleType, FloatType, StructType
 
 if TYPE_CHECKING:
     from firn.core.producer import SnapshotProducer
-
-
-def snapshot_manifests(io: object, snapshot: Snapshot | None) -> list[ManifestFile]:
-    """The manifest-list entries of a v1-v3 snapshot (cached by location)."""
-    if snapshot is None:
-        return []
-    if snapshot.manifest_list is None:
-        if snapshot.manifests is not None:
-            raise Unsupported(
-                f"snapshot {snapshot.snapshot_id} lists manifests inline (pre-manifest-list v1); "
-                "rewrite it with Iceberg Java first"
-            )
-        raise InvalidMetadata(f"snapshot {snapshot.snapshot_id} has no manifest list")
-    return read_manifest_list(io.new_input(snapshot.manifest_list))  # type: ignore[attr-defined]
 
 
 def _summary_may_contain(
@@ -292,7 +279,7 @@ class LegacyTreeWriter:
         self,
         base: TableMetadata,
         parent: Snapshot | None,
-        changes: Changes,
+        changes: PendingFiles,
         snapshot_id: int,
         sequence_number: int,
         ctx: CommitContext,
@@ -379,4 +366,4 @@ def _pack_end(items: Sequence[ManifestFile], target: int) -> list[list[ManifestF
     return [list(reversed(b)) for b in reversed(bins)]
 
 
-__all__ = ["LegacyTreeWriter", "snapshot_manifests"]
+__all__ = ["LegacyTreeWriter"]

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from firn.core.transaction import CommitContext
+from firn.core.commit import CommitContext
 from firn.core.v4.entries import set_version_info, write_leaf
 from firn.core.v4.reader import (
     ManifestRef,

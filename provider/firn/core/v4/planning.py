@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from firn.core.planning import FileScanTask, _SpecEvaluators, make_file_scan_task, partition_type_or_none
+from firn.core.planning import FileScanTask, SpecEvaluators, make_file_scan_task, partition_type_or_none
 from firn.core.v4.reader import (
     ROOT,
     live_mask,
@@ -38,13 +38,13 @@ from firn.expressions import AlwaysTrue, BooleanExpression, bind, evaluate
 from firn.expressions.describe import referenced_field_ids
 from firn.expressions.projection import partition_struct, project_inclusive
 from firn.io.base import FileIO
-from firn.manifests._avro_io import gc_paused
 from firn.manifests.v4_io import conform
 from firn.manifests.v4_layout import V4Layout, specs_partition_ids
 from firn.spec.content import DataFile, FileContent, FileFormat, make_data_file
 from firn.spec.schema import Schema
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
+from firn.util.gc import gc_paused
 
 
 def _np(arr: Any) -> np.ndarray:
@@ -187,7 +187,7 @@ class PlannedTasks(Sequence[FileScanTask]):
         o_man = _strings(origins_slice.column("manifest"))
         o_ord = origins_slice.column("ordinal").to_pylist()
         partitions = _partition_tuples(d, pids, layout)
-        evaluators = _SpecEvaluators(self._md, self._schema, self._filter, self._case_sensitive)
+        evaluators = SpecEvaluators(self._md, self._schema, self._filter, self._case_sensitive)
         residual_cache: dict[tuple[Any, ...], BooleanExpression] = {}
         formats = {f.value: f for f in FileFormat}
         data = FileContent.DATA

@@ -82,7 +82,7 @@ def live_np(table: pa.Table) -> np.ndarray:
 
 def legacy_root(io: FileIO, md: TableMetadata, snapshot: Snapshot) -> pa.Table:
     """Root entries for a v1-v3 snapshot's manifest list (the upgrade path)."""
-    from firn.core.legacy.writer import snapshot_manifests
+    from firn.core.legacy.reader import snapshot_manifests
 
     layout = V4Layout.for_metadata(md)
     entries = [legacy_manifest_entry(m) for m in snapshot_manifests(io, snapshot)]

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from firn.core.snapshot_changes import SnapshotChanges
+from firn.core.tree_types import SnapshotChanges
 from firn.core.v4.reader import decode_mdv, manifest_refs, read_leaf, root_table
 from firn.io.base import FileIO
 from firn.manifests.v4_layout import V4Layout, specs_partition_ids
@@ -34,7 +34,7 @@ def root_snapshot_changes(io: FileIO, md: TableMetadata, snapshot: Snapshot) -> 
     root = root_table(io, md, snapshot)
     if snapshot.root_manifest is None:
         # An upgraded table's legacy snapshot: use the manifest-list reader.
-        from firn.core.snapshot_changes import legacy_snapshot_changes
+        from firn.core.legacy.snapshot_changes import legacy_snapshot_changes
 
         return legacy_snapshot_changes(io, md, snapshot)
     vi = root.column("version_info")

@@ -29,9 +29,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from firn.core.commit import CommitContext
 from firn.core.metadata_io import metadata_dir
-from firn.core.producer import Changes, TreeResult
-from firn.core.transaction import CommitContext
+from firn.core.tree_types import PendingFiles, TreeResult
 from firn.core.v4.entries import carry_over, entries_table, leaf_location, set_version_info
 from firn.core.v4.reader import (
     ManifestRef,
@@ -275,7 +275,7 @@ class RootTreeWriter:
         self,
         md: TableMetadata,
         ctx: CommitContext,
-        changes: Changes,
+        changes: PendingFiles,
         snapshot_id: int,
         sequence_number: int,
     ) -> list[pa.Table]:
@@ -337,7 +337,7 @@ class RootTreeWriter:
         self,
         base: TableMetadata,
         parent: Snapshot | None,
-        changes: Changes,
+        changes: PendingFiles,
         snapshot_id: int,
         sequence_number: int,
         ctx: CommitContext,

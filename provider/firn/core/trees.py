@@ -1,0 +1,74 @@
+"""One factory for the two metadata trees: a snapshot with a root manifest (V4) is read,
+planned and written by ``firn.core.v4``; one with a manifest list (v1-v3) by
+``firn.core.legacy``. Everything above the trees goes through here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from firn.core.legacy.planning import plan_legacy
+from firn.core.legacy.snapshot_changes import legacy_snapshot_changes
+from firn.core.legacy.writer import LegacyTreeWriter
+from firn.core.planning import FileScanTask
+from firn.core.tree_types import SnapshotChanges, TreeWriter
+from firn.core.v4.planning import plan_root
+from firn.core.v4.snapshot_changes import root_snapshot_changes
+from firn.core.v4.writer import RootTreeWriter
+from firn.errors import ValidationError
+from firn.expressions import BooleanExpression
+from firn.io.base import FileIO
+from firn.spec.schema import Schema
+from firn.spec.snapshots import Snapshot
+from firn.spec.table_metadata import TableMetadata
+
+if TYPE_CHECKING:
+    from firn.core.producer import SnapshotProducer
+
+
+def tree_writer_for(metadata: TableMetadata, producer: SnapshotProducer) -> TreeWriter:
+    """The writer of the metadata tree of ``producer``'s next snapshot."""
+    if metadata.uses_root_manifest:
+        return RootTreeWriter(producer)
+    return LegacyTreeWriter(producer)
+
+
+def plan_snapshot(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot,
+    schema: Schema,
+    row_filter: BooleanExpression,
+    *,
+    case_sensitive: bool = True,
+) -> Sequence[FileScanTask]:
+    """The scan tasks of ``snapshot``'s live data files matching ``row_filter``."""
+    if snapshot.root_manifest is not None:
+        return plan_root(io, metadata, snapshot, schema, row_filter, case_sensitive=case_sensitive)
+    return plan_legacy(io, metadata, snapshot, schema, row_filter, case_sensitive=case_sensitive)
+
+
+def snapshot_changes(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> SnapshotChanges:
+    """The files ``snapshot`` added and removed relative to its parent (for V4, read from its
+    root alone, in work proportional to the change)."""
+    if snapshot.root_manifest is not None:
+        return root_snapshot_changes(io, metadata, snapshot)
+    return legacy_snapshot_changes(io, metadata, snapshot)
+
+
+def snapshots_between(
+    metadata: TableMetadata, from_snapshot_id: int | None, to_snapshot_id: int
+) -> list[Snapshot]:
+    """Ancestors of ``to`` back to (excluding) ``from``, oldest first; ``from`` must be an ancestor."""
+    chain = metadata.ancestors_of(to_snapshot_id)
+    out: list[Snapshot] = []
+    for s in chain:
+        if s.snapshot_id == from_snapshot_id:
+            return list(reversed(out))
+        out.append(s)
+    if from_snapshot_id is None:
+        return list(reversed(out))
+    raise ValidationError(f"snapshot {from_snapshot_id} is not an ancestor of {to_snapshot_id}")
+
+
+__all__ = ["plan_snapshot", "snapshot_changes", "snapshots_between", "tree_writer_for"]

@@ -1,0 +1,1 @@
+"""The Airflow provider for Firn table maintenance."""
