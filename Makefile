@@ -20,6 +20,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check provider tests bench
 	$(VENV)/bin/ruff format --check provider tests bench
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

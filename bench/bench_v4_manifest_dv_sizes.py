@@ -51,7 +51,7 @@ def stored_in_root(entries: int, ords: np.ndarray) -> int:
     from bench_v4_planning import SCHEMA, make_files
     from firn.core.actions.append import AppendFiles
     from firn.core.actions.overwrite import OverwriteFiles
-    from firn.core.commit import Transaction
+    from firn.core.transaction import Transaction
     from firn.core.v4.reader import root_table
     from firn.spec.content import FileContent
 

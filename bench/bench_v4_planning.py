@@ -113,7 +113,7 @@ def make_files(location: str, leaf: int, per_leaf: int, rng: random.Random) -> l
 def build(cache: Path, leaves: int, per_leaf: int) -> None:
     """Build both tables into ``cache`` (a fresh directory)."""
     from firn.core.actions.append import AppendFiles
-    from firn.core.commit import Transaction
+    from firn.core.transaction import Transaction
     from firn.manifests.v4_io import clear_v4_cache
 
     if cache.exists():

@@ -54,7 +54,7 @@ def main() -> int:
 
     from firn.core.actions.append import AppendFiles
     from firn.core.actions.overwrite import OverwriteFiles
-    from firn.core.commit import Transaction
+    from firn.core.transaction import Transaction
     from firn.core.v4.reader import root_table
     from firn.spec.content import FileContent
 

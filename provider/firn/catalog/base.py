@@ -5,7 +5,7 @@ INTERFACE — implemented by ``firn.catalog.sql.SqlCatalog`` and
 
 Identifiers are ``"db.table"`` strings or tuples (``("db", "table")``); namespaces are
 ``"db"``/``"a.b"`` or tuples. Table commits go through :meth:`Catalog.commit_table`, which the
-transaction (``firn.core.commit``) calls after writing a new metadata file.
+commit loop (``firn.core.commit``) calls with the updates and requirements of one attempt.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from firn.io.base import FileIO
 
 if TYPE_CHECKING:
     from firn.core.create import PartitionSpecLike, SchemaLike, SortOrderLike
-    from firn.spec.table_metadata import TableMetadata
+    from firn.core.handle import CommittedMetadata, TableCommit
     from firn.table.table import Table
 
 Identifier = tuple[str, ...]
@@ -101,17 +101,11 @@ class Catalog(Protocol):
         """The table's current metadata location (raises ``NoSuchTable``)."""
         ...
 
-    def commit_table(
-        self,
-        identifier: IdentifierLike,
-        expected_location: str,
-        new_location: str,
-        new_metadata: TableMetadata,
-    ) -> None:
-        """Atomically swap the metadata pointer from ``expected_location`` to ``new_location``.
+    def commit_table(self, identifier: IdentifierLike, commit: TableCommit) -> CommittedMetadata:
+        """Land one commit attempt of a transaction atomically (the transaction retries).
 
-        Raises ``CommitConflict`` if the current pointer is not ``expected_location``, and
-        ``CommitStateUnknown`` if the outcome cannot be determined.
+        Raises ``CommitConflict`` when the table moved past ``commit.base_location`` (nothing
+        was committed) and ``CommitStateUnknown`` when the outcome cannot be determined.
         """
         ...
 

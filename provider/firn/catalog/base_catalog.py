@@ -31,9 +31,12 @@ from firn.catalog.base import (
     to_identifier,
 )
 from firn.core.create import new_table_metadata
+from firn.core.handle import CommittedMetadata, TableCommit
+from firn.core.metadata_builder import with_metadata_log
 from firn.core.metadata_io import new_metadata_location, read_metadata, write_metadata
 from firn.errors import (
     AlreadyExists,
+    CommitStateUnknown,
     FirnError,
     InvalidMetadata,
     NamespaceNotEmpty,
@@ -44,11 +47,11 @@ from firn.errors import (
 )
 from firn.io.base import FileIO
 from firn.io.pyarrow_io import load_file_io
+from firn.table.table import Table
 
 if TYPE_CHECKING:
     from firn.core.create import PartitionSpecLike, SchemaLike, SortOrderLike
     from firn.spec.table_metadata import TableMetadata
-    from firn.table.table import Table
 
 logger = logging.getLogger(__name__)
 
@@ -75,10 +78,6 @@ def namespace_from_string(value: str) -> Identifier:
 def _make_table(
     catalog: BaseCatalog, ident: Identifier, metadata: TableMetadata, metadata_location: str
 ) -> Table:
-    # Imported here: firn.table.table pulls in the transaction machinery, which may import
-    # firn.catalog itself; a module-level import would make that a cycle.
-    from firn.table.table import Table
-
     return Table(ident, metadata, metadata_location, catalog.io, catalog)
 
 
@@ -428,7 +427,29 @@ class BaseCatalog(ABC):
         ns, ns_str, name = self._table(identifier)
         return self._require_location(ns, ns_str, name)
 
-    def commit_table(
+    def commit_table(self, identifier: IdentifierLike, commit: TableCommit) -> CommittedMetadata:
+        """Write the new metadata file, then swap the table's pointer to it (spec "Metastore
+        Tables"). On a conflict or failure the new file is deleted; when the outcome is unknown
+        it is kept, as the table may now point at it. After a successful swap, metadata files
+        that fell off the metadata log go when ``write.metadata.delete-after-commit.enabled``."""
+        metadata = with_metadata_log(commit.metadata, commit.base_location, commit.base)
+        location = new_metadata_location(metadata, commit.base_location)
+        try:
+            write_metadata(self._io, metadata, location)
+            self.swap_metadata_location(identifier, commit.base_location, location, metadata)
+        except CommitStateUnknown:
+            raise
+        except BaseException:
+            self._delete_quietly([location])
+            raise
+        if metadata.table_properties.metadata_delete_after_commit:
+            kept = {e.metadata_file for e in metadata.metadata_log}
+            self._delete_quietly(
+                [e.metadata_file for e in commit.base.metadata_log if e.metadata_file not in kept]
+            )
+        return CommittedMetadata(metadata, location)
+
+    def swap_metadata_location(
         self,
         identifier: IdentifierLike,
         expected_location: str,
@@ -448,6 +469,14 @@ class BaseCatalog(ABC):
             )
         self._tbl_swap(ns_str, name, expected_location, new_location)
         self._cache_put(new_location, new_metadata)
+
+    def _delete_quietly(self, locations: list[str]) -> None:
+        if not locations:
+            return
+        try:
+            self._io.delete_many(locations)
+        except Exception:  # best effort: orphan-file removal reclaims what is left
+            logger.warning("could not delete %d metadata files: %s", len(locations), locations[:3])
 
     # -- helpers -------------------------------------------------------------------------------
     def _require_location(self, ns: Identifier, ns_str: str, name: str) -> str:

@@ -1,8 +1,8 @@
-"""Transactions: apply pending actions to a base, write metadata, swap it in the catalog, retry.
+"""The commit loop: apply pending actions to a base, land the result through the catalog, retry.
 
 DESIGN "Commit protocol": each action is pure with respect to the catalog — it reads a base
 and returns ``(updates, requirements)`` (it may write data-independent files such as
-manifests, which later attempts reuse when still valid). The transaction owns the loop:
+manifests, which later attempts reuse when still valid). The loop here owns it:
 on a :class:`CommitConflict` it refreshes, re-applies every action on the new base (which
 re-validates), and retries with exponential backoff and full jitter (``commit.retry.*``).
 A :class:`ValidationConflict` is not retried: the operation's assumptions no longer hold.
@@ -25,17 +25,15 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol, Self
 
-from firn.core.metadata_builder import apply_updates, with_metadata_log
-from firn.core.metadata_io import new_metadata_location, write_metadata
-from firn.core.updates import TableRequirement, TableUpdate
+from firn.core.handle import TableCommit, TableHandle
+from firn.core.metadata_builder import apply_updates
+from firn.core.updates import AddSnapshot, TableRequirement, TableUpdate
 from firn.errors import CommitConflict, CommitStateUnknown, FirnError, ValidationConflict
 from firn.io.base import FileIO
+from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
-
-if TYPE_CHECKING:
-    from firn.table.table import Table
 
 log = logging.getLogger(__name__)
 
@@ -59,17 +57,29 @@ class Action(Protocol):
     ) -> tuple[list[TableUpdate], list[TableRequirement]]: ...
 
     def files_in_use(self) -> set[str]:
-        """Files this action wrote that the last successful ``apply`` references."""
+        """Files this action wrote during ``apply`` that the last successful apply references."""
+        ...
+
+    def written_files(self) -> Sequence[str]:
+        """Files the action wrote before the commit (data and delete files); they are deleted
+        when the commit fails, unless its outcome is unknown."""
         ...
 
 
 @dataclass(frozen=True, slots=True)
 class CommitResult:
-    """What one commit did: the new metadata location, attempts used and files written."""
+    """What one commit did.
+
+    ``metadata_location``: the table's metadata after it; ``attempts``: how many tries it took;
+    ``snapshot``: the snapshot the commit added (on its branch, or staged; the last one when it
+    added several; None when it added none); ``snapshot_id``: main's current snapshot after it.
+    A commit with nothing to change writes nothing and reports the unchanged location.
+    """
 
     metadata_location: str
     attempts: int
     snapshot_id: int | None
+    snapshot: Snapshot | None = None
 
 
 def _backoff_ms(attempt: int, min_ms: int, max_ms: int) -> float:
@@ -79,90 +89,48 @@ def _backoff_ms(attempt: int, min_ms: int, max_ms: int) -> float:
     return random.uniform(0, cap)
 
 
-class Transaction:
-    """A set of changes to one table that commit atomically (one new metadata version)."""
-
-    def __init__(self, table: Table) -> None:
-        self._table = table
-        self._start = table.metadata
-        self._actions: list[Action] = []
-        self._committed = False
-
-    @property
-    def table(self) -> Table:
-        return self._table
-
-    @property
-    def start_metadata(self) -> TableMetadata:
-        return self._start
-
-    def add_action(self, action: Action) -> Transaction:
-        if self._committed:
-            raise FirnError("this transaction has already been committed")
-        self._actions.append(action)
-        return self
-
-    def __enter__(self) -> Transaction:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None and not self._committed:
-            self.commit()
-
-    # -- the commit loop ------------------------------------------------------------------------
-    def commit(self) -> CommitResult:
-        """Apply every action and swap the new metadata in; retries conflicts per ``commit.retry.*``."""
-        if self._committed:
-            raise FirnError("this transaction has already been committed")
-        table = self._table
-        io = table.io
-        base = table.metadata
-        base_location = table.metadata_location
-        props = base.table_properties
-        deadline = time.monotonic() + props.commit_total_retry_time_ms / 1000
-        ctx = CommitContext(io=io, start=self._start)
-        attempt = lost_races = stalls = 0
+def commit_actions(table: TableHandle, actions: Sequence[Action], start: TableMetadata) -> CommitResult:
+    """Apply ``actions`` in order and land them as one metadata version, retrying conflicts per
+    ``commit.retry.*``. ``start`` is the metadata the changes were planned on."""
+    base = table.metadata
+    base_location = table.metadata_location
+    props = base.table_properties
+    deadline = time.monotonic() + props.commit_total_retry_time_ms / 1000
+    ctx = CommitContext(io=table.io, start=start)
+    attempt = lost_races = stalls = 0
+    try:
         while True:
             attempt += 1
             ctx.attempt = attempt
-            new_location: str | None = None
             try:
-                if base.table_uuid != self._start.table_uuid:
+                if base.table_uuid != start.table_uuid:
                     # Refreshed into a different table (dropped and re-created under the same
                     # name): re-applying would commit these changes to a table they were not
                     # planned for. Requirements built from the refreshed base cannot see this.
                     raise ValidationConflict(
-                        f"table {table.name} was replaced concurrently (UUID {self._start.table_uuid} "
+                        f"table {table.name} was replaced concurrently (UUID {start.table_uuid} "
                         f"is now {base.table_uuid}); nothing was committed"
                     )
-                new_md, _updates, requirements = self._apply_all(base, ctx)
+                new_md, updates, requirements = _apply_all(actions, base, ctx)
                 if new_md is base:
-                    self._committed = True
+                    _cleanup(table, ctx, keep=set())
                     return CommitResult(base_location, attempt, None)
                 for req in requirements:
                     req.validate(base)
-                new_md = with_metadata_log(new_md, base_location, base)
-                new_location = new_metadata_location(new_md, base_location)
-                write_metadata(io, new_md, new_location)
-                table.catalog.commit_table(table.identifier, base_location, new_location, new_md)
-            except ValidationConflict:
-                self._cleanup(ctx, keep=set())
-                self._delete_quietly(new_location)
-                raise
-            except CommitStateUnknown:
-                # The swap may have happened: keep every file, they may be referenced.
-                raise
+                committed = table.commit_metadata(
+                    TableCommit(base, base_location, new_md, tuple(updates), tuple(requirements))
+                )
             except CommitConflict as e:
-                self._delete_quietly(new_location)
+                if isinstance(e, ValidationConflict):
+                    raise
                 # A lost race (another writer's commit landed: the pointer moved) proves progress
                 # and the refreshed re-apply re-validates, so it only spends time; a conflict that
                 # made no progress (e.g. a database lock timeout) spends commit.retry.num-retries.
-                if self._table_moved(base_location):
+                if _table_moved(table, base_location):
                     lost_races += 1
                 else:
                     stalls += 1
                 if stalls > props.commit_num_retries or time.monotonic() > deadline:
-                    self._cleanup(ctx, keep=set())
                     raise CommitConflict(
                         f"commit to {table.name} failed after {attempt} attempts "
                         f"({lost_races} lost to concurrent commits): {e}"
@@ -172,86 +140,77 @@ class Transaction:
                     "commit conflict on %s (attempt %d), retrying in %.0f ms", table.name, attempt, wait
                 )
                 time.sleep(wait / 1000)
-                try:
-                    table.refresh()
-                except BaseException:
-                    self._cleanup(ctx, keep=set())
-                    raise
+                table.refresh()
                 base, base_location = table.metadata, table.metadata_location
                 continue
-            except BaseException:
-                self._cleanup(ctx, keep=set())
-                self._delete_quietly(new_location)
-                raise
-            # Success.
-            self._committed = True
-            table._set_metadata(new_md, new_location)
             in_use: set[str] = set()
-            for a in self._actions:
+            for a in actions:
                 in_use |= a.files_in_use()
-            self._cleanup(ctx, keep=in_use)
-            self._expire_old_metadata_files(base, new_md)
-            snap = new_md.current_snapshot()
-            return CommitResult(new_location, attempt, snap.snapshot_id if snap else None)
+            _cleanup(table, ctx, keep=in_use)
+            current = committed.metadata.current_snapshot()
+            return CommitResult(
+                committed.metadata_location,
+                attempt,
+                current.snapshot_id if current is not None else None,
+                _added_snapshot(updates, committed.metadata),
+            )
+    except CommitStateUnknown:
+        # The swap may have happened: keep every file, they may be referenced.
+        raise
+    except BaseException:
+        _cleanup(table, ctx, keep=set())
+        _delete_quietly(table, [p for a in actions for p in a.written_files()], "uncommitted data")
+        raise
 
-    def _apply_all(
-        self, base: TableMetadata, ctx: CommitContext
-    ) -> tuple[TableMetadata, list[TableUpdate], list[TableRequirement]]:
-        md = base
-        updates: list[TableUpdate] = []
-        requirements: list[TableRequirement] = []
-        for action in self._actions:
-            u, r = action.apply(md, ctx)
-            if md is not base:
-                # A later action states requirements against the earlier actions' output (e.g. a
-                # second append asserts main is at the first one's snapshot). The commit is checked
-                # against ``base``: keep what holds there; the rest is implied by earlier actions.
-                r = [req for req in r if _holds(req, base)]
-            md = apply_updates(md, u)
-            updates.extend(u)
-            requirements.extend(r)
-        return md, updates, requirements
 
-    def _table_moved(self, base_location: str) -> bool:
-        """Whether the catalog now points past ``base_location`` (another commit landed)."""
-        table = self._table
-        try:
-            return table.catalog.load_metadata_location(table.identifier) != base_location
-        except FirnError:  # unreachable or dropped: the refresh that follows reports it
-            return False
+def _apply_all(
+    actions: Sequence[Action], base: TableMetadata, ctx: CommitContext
+) -> tuple[TableMetadata, list[TableUpdate], list[TableRequirement]]:
+    md = base
+    updates: list[TableUpdate] = []
+    requirements: list[TableRequirement] = []
+    for action in actions:
+        u, r = action.apply(md, ctx)
+        if md is not base:
+            # A later action states requirements against the earlier actions' output (e.g. a
+            # second append asserts main is at the first one's snapshot). The commit is checked
+            # against ``base``: keep what holds there; the rest is implied by earlier actions.
+            r = [req for req in r if _holds(req, base)]
+        md = apply_updates(md, u)
+        updates.extend(u)
+        requirements.extend(r)
+    return md, updates, requirements
 
-    def _cleanup(self, ctx: CommitContext, keep: set[str]) -> None:
-        """Delete files written by attempts that the committed metadata does not reference."""
-        stale = [p for p in ctx.written if p not in keep]
-        if stale:
-            try:
-                self._table.io.delete_many(stale)
-            except Exception:  # cleanup is best effort; orphan removal catches leftovers
-                log.warning("could not delete %d uncommitted files of %s", len(stale), self._table.name)
-        ctx.written = [p for p in ctx.written if p in keep]
 
-    def _delete_quietly(self, location: str | None) -> None:
-        if location is None:
-            return
-        try:
-            self._table.io.delete(location)
-        except Exception:
-            log.warning("could not delete uncommitted metadata file %s", location)
+def _added_snapshot(updates: Sequence[TableUpdate], metadata: TableMetadata) -> Snapshot | None:
+    for u in reversed(updates):
+        if isinstance(u, AddSnapshot):
+            return metadata.snapshot_by_id(u.snapshot.snapshot_id)
+    return None
 
-    def _expire_old_metadata_files(self, base: TableMetadata, new: TableMetadata) -> None:
-        # write.metadata.delete-after-commit.enabled: drop files that fell off the metadata log.
-        if not new.table_properties.metadata_delete_after_commit:
-            return
-        kept = {e.metadata_file for e in new.metadata_log}
-        dropped = [e.metadata_file for e in base.metadata_log if e.metadata_file not in kept]
-        if dropped:
-            self._delete_quietly_many(dropped)
 
-    def _delete_quietly_many(self, locations: Sequence[str]) -> None:
-        try:
-            self._table.io.delete_many(locations)
-        except Exception:
-            log.warning("could not delete %d old metadata files", len(locations))
+def _table_moved(table: TableHandle, base_location: str) -> bool:
+    """Whether the catalog now points past ``base_location`` (another commit landed)."""
+    try:
+        return table.catalog_metadata_location() != base_location
+    except FirnError:  # unreachable or dropped: the refresh that follows reports it
+        return False
+
+
+def _cleanup(table: TableHandle, ctx: CommitContext, keep: set[str]) -> None:
+    """Delete files written by attempts that the committed metadata does not reference."""
+    stale = [p for p in ctx.written if p not in keep]
+    _delete_quietly(table, stale, "uncommitted metadata")
+    ctx.written = [p for p in ctx.written if p in keep]
+
+
+def _delete_quietly(table: TableHandle, paths: Sequence[str], what: str) -> None:
+    if not paths:
+        return
+    try:
+        table.io.delete_many(paths)
+    except Exception:  # cleanup is best effort; orphan removal catches leftovers
+        log.warning("could not delete %d %s files of %s", len(paths), what, table.name)
 
 
 def _holds(requirement: TableRequirement, metadata: TableMetadata) -> bool:
@@ -278,5 +237,87 @@ class SimpleAction:
     def files_in_use(self) -> set[str]:
         return set()
 
+    def written_files(self) -> Sequence[str]:
+        return ()
 
-__all__ = ["Action", "CommitContext", "CommitResult", "SimpleAction", "Transaction"]
+
+class Staging(Protocol):
+    """Where a builder stages its change: a transaction (``firn.core.transaction``)."""
+
+    @property
+    def table(self) -> TableHandle: ...
+
+    @property
+    def autocommit(self) -> bool: ...
+
+    def add_action(self, action: Action) -> object: ...
+
+    def commit(self) -> CommitResult: ...
+
+
+class PendingUpdate:
+    """Base of the change builders (schema, partition spec, refs, row delta).
+
+    A builder is part of the transaction that made it, as one of its actions, from the start.
+    Made by ``table.update_schema()`` and friends, it has a transaction of its own and commits
+    with :meth:`commit` or on a clean exit from a ``with`` block. Made by a transaction
+    (``tx.update_schema()``), it commits when that transaction does.
+    """
+
+    def __init__(self, transaction: Staging) -> None:
+        self._transaction = transaction
+        self._committed = False
+        transaction.add_action(self)
+
+    @property
+    def table(self) -> TableHandle:
+        return self._transaction.table
+
+    # -- the action protocol (subclasses implement apply) -------------------------------------
+    def apply(
+        self, base: TableMetadata, ctx: CommitContext
+    ) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        raise NotImplementedError  # pragma: no cover - every builder implements it
+
+    def files_in_use(self) -> set[str]:
+        return set()
+
+    def written_files(self) -> Sequence[str]:
+        return ()
+
+    # -- committing ------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._committed:
+            raise FirnError(f"this {type(self).__name__} has already been committed")
+
+    def commit(self) -> CommitResult:
+        """Commit this change on its own (one new metadata version); see the class docstring."""
+        return self._commit()
+
+    def _commit(self) -> CommitResult:
+        self._check_open()
+        if not self._transaction.autocommit:
+            raise FirnError(
+                f"this {type(self).__name__} is part of a transaction; it commits with the transaction"
+            )
+        result = self._transaction.commit()
+        self._committed = True
+        return result
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None and self._transaction.autocommit and not self._committed:
+            self.commit()
+
+
+__all__ = [
+    "Action",
+    "CommitContext",
+    "CommitResult",
+    "PendingUpdate",
+    "SimpleAction",
+    "Staging",
+    "commit_actions",
+]

@@ -9,7 +9,7 @@ Conflict validation (isolation levels) is a hook subclasses override.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 
 from firn.core.commit import CommitContext
@@ -118,18 +118,21 @@ class SnapshotProducer:
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
+        stage_only: bool = False,
+        written_files: Sequence[str] = (),
     ) -> None:
         self.branch = branch
         self.snapshot_properties = dict(snapshot_properties or {})
         # Stage the snapshot without moving any ref (write-audit-publish; Java ``stageOnly``):
         # it is added to the table and can later be cherry-picked onto main.
-        self.stage_only = False
+        self.stage_only = stage_only
+        # Data and delete files written before the commit (deleted if it fails).
+        self._written = tuple(written_files)
         # V4: compact existing manifests during this commit (seed 004 "Manifest Compaction").
         self.compact_manifests = False
         self.snapshot_id = new_snapshot_id()
         self._tree: TreeWriter | None = None
         self._tree_version: int | None = None
-        self.last_snapshot: Snapshot | None = None
 
     # -- hooks for subclasses --------------------------------------------------------------------
     def changes(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> PendingFiles:
@@ -183,7 +186,6 @@ class SnapshotProducer:
             first_row_id=(base.next_row_id or 0) if lineage else None,
             added_rows=(result.added_rows or 0) if lineage else None,
         )
-        self.last_snapshot = snapshot
         if self.stage_only:
             return [AddSnapshot(snapshot)], [AssertTableUUID(base.table_uuid)]
         existing_ref = base.refs.get(self.branch)
@@ -207,6 +209,9 @@ class SnapshotProducer:
 
     def files_in_use(self) -> set[str]:
         return self._tree.files_in_use() if self._tree is not None else set()
+
+    def written_files(self) -> Sequence[str]:
+        return self._written
 
 
 def ids_of(files: Iterable[DataFile]) -> set[str]:

@@ -16,17 +16,19 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from firn.core.legacy.planning import plan_legacy
 from firn.core.planning import FileScanTask
 from firn.core.reader import METADATA_FIELDS, ReadPlan, read_tasks
+from firn.core.trees import plan_snapshot
 from firn.errors import NotFound, ValidationError
 from firn.expressions import AlwaysTrue, BooleanExpression, bind, parse
 from firn.spec.name_mapping import NameMapping, parse_name_mapping
 from firn.spec.schema import Schema
 from firn.spec.snapshots import Snapshot
+from firn.spec.table_metadata import TableMetadata
+from firn.util.timestamps import TimestampLike, to_timestamp_ms
 
 if TYPE_CHECKING:
-    from firn.table.table import Table
+    from firn.core.handle import TableHandle
 
 
 def to_expression(filter: BooleanExpression | str | None) -> BooleanExpression:
@@ -39,12 +41,25 @@ def to_expression(filter: BooleanExpression | str | None) -> BooleanExpression:
     raise ValidationError(f"filter must be an expression or a string, got {type(filter).__name__}")
 
 
+def snapshot_as_of(metadata: TableMetadata, table_name: str, when: TimestampLike) -> Snapshot:
+    """The snapshot that was current at ``when`` (time travel by timestamp)."""
+    ts = to_timestamp_ms(when)
+    snap = metadata.snapshot_as_of(ts)
+    if snap is None:
+        first = metadata.snapshot_log[0].timestamp_ms if metadata.snapshot_log else None
+        raise NotFound(
+            f"table {table_name} has no snapshot at or before {ts} ms"
+            + (f"; its history starts at {first} ms" if first is not None else "; it has no history")
+        )
+    return snap
+
+
 class DataScan:
     """A configured scan. Planning and reading happen on ``plan_files``/``to_arrow``/``to_batches``."""
 
     def __init__(
         self,
-        table: Table,
+        table: TableHandle,
         *,
         filter: BooleanExpression | str | None = None,
         columns: Sequence[str] | None = None,
@@ -81,7 +96,7 @@ class DataScan:
                 raise NotFound(f"table {self.table.name} has no branch or tag {self._ref!r}")
             return md.snapshot_for_ref(self._ref)
         if self._as_of is not None:
-            return self.table.snapshot_as_of(self._as_of)
+            return snapshot_as_of(self.metadata, self.table.name, self._as_of)
         return md.current_snapshot()
 
     @cached_property
@@ -137,18 +152,7 @@ class DataScan:
         snap = self.snapshot
         if snap is None:
             return []
-        if snap.root_manifest is not None:
-            from firn.core.v4.planning import plan_root
-
-            return plan_root(
-                self.table.io,
-                self.metadata,
-                snap,
-                self.schema,
-                self.row_filter,
-                case_sensitive=self.case_sensitive,
-            )
-        return plan_legacy(
+        return plan_snapshot(
             self.table.io,
             self.metadata,
             snap,

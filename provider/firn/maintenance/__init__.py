@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 from firn.maintenance.flush_root import FlushRoot, FlushRootPlan, FlushRootResult
 
 if TYPE_CHECKING:
-    from firn.table.table import Table
+    from firn.core.handle import TableHandle
 
 
 class TableMaintenance:
     """The ``table.maintenance`` namespace."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableHandle) -> None:
         self._table = table
 
     def flush_root(self, *, force: bool = False, affiliate: bool = True) -> FlushRoot:

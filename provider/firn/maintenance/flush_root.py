@@ -13,8 +13,9 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from firn.core.commit import CommitContext, Transaction
+from firn.core.commit import CommitContext
 from firn.core.producer import SnapshotProducer
+from firn.core.transaction import Transaction
 from firn.core.tree_types import PendingFiles, TreeResult
 from firn.core.v4.entries import carry_over
 from firn.core.v4.flush import FlushStats, decide, flush_root_table, root_counts
@@ -25,7 +26,7 @@ from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
 from firn.spec.table_metadata import TableMetadata
 
 if TYPE_CHECKING:
-    from firn.table.table import Table
+    from firn.core.handle import TableHandle
 
 
 @dataclass(frozen=True)
@@ -153,11 +154,11 @@ class FlushRoot:
     """``table.maintenance.flush_root(...)``: plan (dry run) or commit a root flush."""
 
     def __init__(
-        self, table: Table, *, force: bool = False, affiliate: bool = True, branch: str = MAIN_BRANCH
+        self, table: TableHandle, *, force: bool = False, affiliate: bool = True, branch: str = MAIN_BRANCH
     ) -> None:
         if not table.metadata.uses_root_manifest:
             raise Unsupported(
-                f"{table.name} is format version {table.format_version}; root flush needs a V4 table "
+                f"{table.name} is format version {table.metadata.format_version}; root flush needs a V4 table "
                 "(table.upgrade(format_version=4))"
             )
         self.table = table

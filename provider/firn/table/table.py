@@ -2,36 +2,34 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from firn.core.commit import CommitResult, SimpleAction, Transaction
-from firn.core.updates import RemoveProperties, SetProperties, TableRequirement, TableUpdate
-from firn.errors import NotFound, ValidationError
+from firn.core.actions.manage_snapshots import ManageSnapshots
+from firn.core.actions.row_delta import RowDelta
+from firn.core.actions.update_schema import UpdateSchema
+from firn.core.actions.update_spec import UpdateSpec
+from firn.core.actions.upsert import UpsertResult
+from firn.core.handle import CommittedMetadata, TableCommit
+from firn.core.scan import DataScan, snapshot_as_of
+from firn.core.transaction import Transaction
+from firn.core.tree_types import SnapshotChanges
+from firn.core.trees import snapshot_changes, snapshots_between
 from firn.io.base import FileIO
+from firn.maintenance import TableMaintenance
 from firn.spec.partitioning import PartitionSpec
 from firn.spec.schema import Schema
 from firn.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
 from firn.spec.sorting import SortOrder
 from firn.spec.table_metadata import TableMetadata
-from firn.util.timestamps import to_timestamp_ms
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from firn.catalog.base import Catalog, Identifier
-    from firn.core.actions.manage_snapshots import ManageSnapshots
-    from firn.core.actions.row_delta import RowDelta
-    from firn.core.actions.update_schema import UpdateSchema
-    from firn.core.actions.update_spec import UpdateSpec
-    from firn.core.actions.upsert import UpsertResult
-    from firn.core.scan import DataScan
-    from firn.core.tree_types import SnapshotChanges
     from firn.expressions import BooleanExpression
-    from firn.maintenance import TableMaintenance
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,15 +126,7 @@ class Table:
 
     def snapshot_as_of(self, when: dt.datetime | dt.date | int | str) -> Snapshot:
         """The snapshot that was current at ``when`` (time travel by timestamp)."""
-        ts = to_timestamp_ms(when)
-        snap = self.metadata.snapshot_as_of(ts)
-        if snap is None:
-            first = self.metadata.snapshot_log[0].timestamp_ms if self.metadata.snapshot_log else None
-            raise NotFound(
-                f"table {self.name} has no snapshot at or before {ts} ms"
-                + (f"; its history starts at {first} ms" if first is not None else "; it has no history")
-            )
-        return snap
+        return snapshot_as_of(self.metadata, self.name, when)
 
     def refs(self) -> dict[str, SnapshotRef]:
         return dict(self.metadata.refs)
@@ -175,8 +165,6 @@ class Table:
 
         Pick at most one of ``snapshot_id``, ``ref`` (branch or tag) or ``as_of`` (time travel).
         """
-        from firn.core.scan import DataScan
-
         return DataScan(
             self,
             filter=filter,
@@ -192,18 +180,22 @@ class Table:
         """The whole current table as Arrow (shorthand for ``scan().to_arrow()``)."""
         return self.scan().to_arrow()
 
+    # -- the core's view of the table (firn.core.handle.TableHandle) --------------------------
+    def catalog_metadata_location(self) -> str:
+        """Where the catalog's pointer for this table is now (it may be ahead of this object)."""
+        return self.catalog.load_metadata_location(self.identifier)
+
+    def commit_metadata(self, commit: TableCommit) -> CommittedMetadata:
+        """Land one commit attempt through the catalog; this object then holds its metadata."""
+        committed = self.catalog.commit_table(self.identifier, commit)
+        self._set_metadata(committed.metadata, committed.metadata_location)
+        return committed
+
     # -- writing ------------------------------------------------------------------------------------
     def transaction(self) -> Transaction:
-        """A transaction grouping several changes into one commit (usable as a context manager)."""
+        """A transaction grouping several changes into one commit (usable as a context manager);
+        it carries the whole write API (``append``, ``delete``, ``update_schema``, ...)."""
         return Transaction(self)
-
-    def _commit(self, action: Any) -> Snapshot | None:
-        result: CommitResult = Transaction(self).add_action(action).commit()
-        # The action's own snapshot (on a branch, or staged, it is not main's current one).
-        made: Snapshot | None = getattr(action, "last_snapshot", None)
-        if made is not None and self.metadata.snapshot_by_id(made.snapshot_id) is not None:
-            return self.metadata.snapshot_by_id(made.snapshot_id)
-        return self.metadata.snapshot_by_id(result.snapshot_id) if result.snapshot_id is not None else None
 
     def append(
         self,
@@ -218,13 +210,9 @@ class Table:
 
         ``stage_only=True`` adds the snapshot without moving any branch (write-audit-publish):
         publish it later with ``manage_snapshots().cherry_pick(snapshot.snapshot_id)``."""
-        from firn.core.actions.write import append_action
-
-        action = append_action(self, data, branch=branch, snapshot_properties=snapshot_properties)
-        if action is None:
-            return None
-        action.stage_only = stage_only
-        return self._commit_writing(action)
+        with self.transaction() as tx:
+            tx.append(data, branch=branch, snapshot_properties=snapshot_properties, stage_only=stage_only)
+            return tx.commit().snapshot
 
     def add_files(
         self,
@@ -235,17 +223,15 @@ class Table:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Snapshot | None:
         """Register existing Parquet files (written with this schema's field ids or matching
-        the name mapping) without rewriting them."""
-        from firn.core.actions.write import add_files_action
-
-        action = add_files_action(
-            self,
-            list(paths),
-            branch=branch,
-            check_duplicate_files=check_duplicate_files,
-            snapshot_properties=snapshot_properties,
-        )
-        return self._commit(action)
+        the name mapping) without rewriting them; returns the new snapshot."""
+        with self.transaction() as tx:
+            tx.add_files(
+                paths,
+                branch=branch,
+                check_duplicate_files=check_duplicate_files,
+                snapshot_properties=snapshot_properties,
+            )
+            return tx.commit().snapshot
 
     def overwrite(
         self,
@@ -257,12 +243,9 @@ class Table:
     ) -> Snapshot | None:
         """Replace the rows matching ``filter`` (default: all rows) with ``data`` in one snapshot
         (None, and no commit, when nothing matched and ``data`` is empty)."""
-        from firn.core.actions.write import overwrite_action
-
-        action = overwrite_action(self, data, filter, branch=branch, snapshot_properties=snapshot_properties)
-        if action.is_noop:  # no rows matched and no rows given: no empty snapshot
-            return None
-        return self._commit_writing(action)
+        with self.transaction() as tx:
+            tx.overwrite(data, filter, branch=branch, snapshot_properties=snapshot_properties)
+            return tx.commit().snapshot
 
     def delete(
         self,
@@ -275,21 +258,18 @@ class Table:
         rest are handled per ``write.delete.mode`` (copy-on-write rewrites them, merge-on-read
         writes deletion vectors / position deletes). Returns the new snapshot, or None (and
         commits nothing) when no row matched."""
-        from firn.core.actions.write import delete_action
-
-        action = delete_action(self, filter, branch=branch, snapshot_properties=snapshot_properties)
-        if action.is_noop:  # no rows matched: no empty snapshot
-            return None
-        return self._commit_writing(action)
+        with self.transaction() as tx:
+            tx.delete(filter, branch=branch, snapshot_properties=snapshot_properties)
+            return tx.commit().snapshot
 
     def row_delta(
         self, *, branch: str = MAIN_BRANCH, snapshot_properties: Mapping[str, str] | None = None
     ) -> RowDelta:
         """A builder adding data files and delete files (DVs, position and equality deletes)
         in one commit: ``table.row_delta().add_rows(df).delete_rows_at(path, [0, 5]).commit()``."""
-        from firn.core.actions.row_delta import RowDelta
-
-        return RowDelta(self, branch=branch, snapshot_properties=snapshot_properties)
+        return Transaction(self, autocommit=True).row_delta(
+            branch=branch, snapshot_properties=snapshot_properties
+        )
 
     def upsert(
         self,
@@ -308,53 +288,28 @@ class Table:
         ``write.merge.mode`` (copy-on-write or merge-on-read); nulls in join columns never
         match; duplicate keys in ``data`` raise ``ValidationError``. With
         ``skip_unchanged_rows``, matched rows whose values are identical are left alone."""
-        from firn.core.actions.upsert import upsert_action
-
-        action, result = upsert_action(
-            self,
-            data,
-            join_cols,
-            when_matched_update_all=when_matched_update_all,
-            when_not_matched_insert_all=when_not_matched_insert_all,
-            skip_unchanged_rows=skip_unchanged_rows,
-            case_sensitive=case_sensitive,
-            branch=branch,
-            snapshot_properties=snapshot_properties,
-        )
-        if action is not None:
-            self._commit_writing(action)
-        return result
-
-    def _commit_writing(self, action: Any) -> Snapshot | None:
-        """Commit an action that wrote data files first; delete them if the commit fails."""
-        from firn.errors import CommitStateUnknown
-
-        try:
-            return self._commit(action)
-        except CommitStateUnknown:
-            raise
-        except BaseException:
-            written: list[str] = getattr(action, "written_data_files", list)()
-            if written:
-                # Best effort: orphan-file removal catches what this cleanup misses.
-                with contextlib.suppress(Exception):
-                    self.io.delete_many(written)
-            raise
+        with self.transaction() as tx:
+            return tx.upsert(
+                data,
+                join_cols,
+                when_matched_update_all=when_matched_update_all,
+                when_not_matched_insert_all=when_not_matched_insert_all,
+                skip_unchanged_rows=skip_unchanged_rows,
+                case_sensitive=case_sensitive,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+            )
 
     # -- branches, tags and history -------------------------------------------------------------
     def manage_snapshots(self) -> ManageSnapshots:
         """A builder for branch/tag changes, rollback, set-current, cherry-pick and fast-forward,
         committed together by ``.commit()`` (or on leaving a ``with`` block)."""
-        from firn.core.actions.manage_snapshots import ManageSnapshots
-
-        return ManageSnapshots(self)
+        return Transaction(self, autocommit=True).manage_snapshots()
 
     # -- maintenance and change detection ------------------------------------------------------
     @property
     def maintenance(self) -> TableMaintenance:
-        """Maintenance operations (``flush_root``, ...), each with ``plan()`` and ``commit()``."""
-        from firn.maintenance import TableMaintenance
-
+        """Maintenance operations (``flush_root``, ...), each with ``plan()`` and ``run()``."""
         return TableMaintenance(self)
 
     def changes(
@@ -364,8 +319,6 @@ class Table:
         ``to_snapshot_id`` (default: current), oldest first. ``to`` must descend from ``from``.
 
         For V4 snapshots this reads only their roots and the leaves they changed."""
-        from firn.core.trees import snapshot_changes, snapshots_between
-
         to_id = to_snapshot_id if to_snapshot_id is not None else self.metadata.current_snapshot_id
         if to_id is None:
             return []
@@ -378,46 +331,29 @@ class Table:
     def update_schema(
         self, *, case_sensitive: bool = True, allow_incompatible_changes: bool = False
     ) -> UpdateSchema:
-        from firn.core.actions.update_schema import UpdateSchema
-
-        return UpdateSchema(
-            self, case_sensitive=case_sensitive, allow_incompatible_changes=allow_incompatible_changes
+        """A builder of schema changes, committed by ``.commit()`` or a clean ``with`` exit."""
+        return Transaction(self, autocommit=True).update_schema(
+            case_sensitive=case_sensitive, allow_incompatible_changes=allow_incompatible_changes
         )
 
     def update_spec(self, *, case_sensitive: bool = True) -> UpdateSpec:
-        from firn.core.actions.update_spec import UpdateSpec
-
-        return UpdateSpec(self, case_sensitive=case_sensitive)
+        """A builder of partition spec changes, committed by ``.commit()`` or a clean ``with`` exit."""
+        return Transaction(self, autocommit=True).update_spec(case_sensitive=case_sensitive)
 
     def set_properties(self, properties: Mapping[str, str] | None = None, /, **kwargs: str) -> None:
         """Set table properties (validated: a malformed known property raises ``ValidationError``)."""
-        from firn.spec.properties import RESERVED_PROPERTIES, TableProperties
-
-        updates = {str(k): str(v) for k, v in {**(properties or {}), **kwargs}.items()}
-        bad = set(updates) & RESERVED_PROPERTIES
-        if bad:
-            raise ValidationError(
-                f"{sorted(bad)} cannot be set as properties; use table.upgrade() for the format version"
-            )
-        TableProperties.parse({**self.properties, **updates})
-
-        def fn(base: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:
-            return [SetProperties(updates)], []
-
-        Transaction(self).add_action(SimpleAction(fn)).commit()
+        with self.transaction() as tx:
+            tx.set_properties(properties, **kwargs)
 
     def remove_properties(self, *keys: str) -> None:
-        def fn(base: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:
-            present = tuple(k for k in keys if k in base.properties)
-            return ([RemoveProperties(present)] if present else []), []
-
-        Transaction(self).add_action(SimpleAction(fn)).commit()
+        """Remove table properties (absent keys are ignored)."""
+        with self.transaction() as tx:
+            tx.remove_properties(*keys)
 
     def upgrade(self, *, format_version: int) -> None:
         """Upgrade the table's format version (v1→v2→v3→v4; never downgrades)."""
-        from firn.core.actions.upgrade import upgrade_action
-
-        Transaction(self).add_action(upgrade_action(self, format_version)).commit()
+        with self.transaction() as tx:
+            tx.upgrade(format_version=format_version)
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, format_version={self.metadata.format_version})"

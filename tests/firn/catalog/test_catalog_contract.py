@@ -250,7 +250,7 @@ def test_commit_swaps_the_pointer(any_catalog: BaseCatalog) -> None:
     c.create_namespace("db")
     table = c.create_table("db.t", simple_schema())
     expected, new = _next_version(c, "db.t")
-    c.commit_table("db.t", expected, new, table.metadata)
+    c.swap_metadata_location("db.t", expected, new, table.metadata)
     assert c.load_metadata_location("db.t") == new
     assert "/00001-" in new
     assert c.load_table("db.t").metadata_location == new
@@ -262,15 +262,15 @@ def test_commit_conflicts(any_catalog: BaseCatalog) -> None:
     table = c.create_table("db.t", simple_schema())
     base, first = _next_version(c, "db.t")
     second = first.replace("/00001-", "/00001-b")
-    c.commit_table("db.t", base, first, table.metadata)
+    c.swap_metadata_location("db.t", base, first, table.metadata)
     with pytest.raises(CommitConflict, match=r"db\.t"):
-        c.commit_table("db.t", base, second, table.metadata)  # stale base
+        c.swap_metadata_location("db.t", base, second, table.metadata)  # stale base
     assert c.load_metadata_location("db.t") == first
     with pytest.raises(ValidationError):
-        c.commit_table("db.t", first, first, table.metadata)
+        c.swap_metadata_location("db.t", first, first, table.metadata)
     c.drop_table("db.t")
     with pytest.raises(NoSuchTable):
-        c.commit_table("db.t", first, second, table.metadata)
+        c.swap_metadata_location("db.t", first, second, table.metadata)
 
 
 def test_concurrent_threads_never_lose_a_swap(any_catalog: BaseCatalog) -> None:
@@ -289,7 +289,7 @@ def test_concurrent_threads_never_lose_a_swap(any_catalog: BaseCatalog) -> None:
             current = c.load_metadata_location("db.t")
             new = f"{c.warehouse}/db/t/metadata/w{n}-{attempt}.metadata.json"
             try:
-                c.commit_table("db.t", current, new, table.metadata)
+                c.swap_metadata_location("db.t", current, new, table.metadata)
             except CommitConflict:
                 continue
             with lock:

@@ -55,7 +55,7 @@ def test_pyiceberg_reads_what_firn_wrote(firn: SqlCatalog, tmp_path: Path) -> No
     # A Firn commit is what PyIceberg sees next.
     new = new_metadata_location(table.metadata, table.metadata_location)
     write_metadata(firn.io, table.metadata, new)
-    firn.commit_table("db.events", table.metadata_location, new, table.metadata)
+    firn.swap_metadata_location("db.events", table.metadata_location, new, table.metadata)
     assert py.load_table("db.events").metadata_location == new
 
     # And PyIceberg can change Firn's rows: rename, then drop.
@@ -100,7 +100,7 @@ def test_firn_reads_what_pyiceberg_wrote(firn: SqlCatalog, tmp_path: Path) -> No
     # Firn's compare-and-swap on PyIceberg's table, then PyIceberg keeps committing on top.
     new = new_metadata_location(md, table.metadata_location)
     write_metadata(firn.io, md, new)
-    firn.commit_table("raw.clicks", table.metadata_location, new, md)
+    firn.swap_metadata_location("raw.clicks", table.metadata_location, new, md)
     reloaded = py.load_table("raw.clicks")
     assert reloaded.metadata_location == new
     reloaded.append(pa.Table.from_pydict({"id": [3], "url": ["c"]}, schema=_ARROW))

@@ -57,7 +57,7 @@ def test_rows_written(sqlite_catalog: SqlCatalog, tmp_path: Path) -> None:
     c.create_namespace("db", {"owner": "me"})
     table = c.create_table("a.b.t", simple_schema())
     new = table.metadata_location.replace("/00000-", "/00001-")
-    c.commit_table("a.b.t", table.metadata_location, new, table.metadata)
+    c.swap_metadata_location("a.b.t", table.metadata_location, new, table.metadata)
     with sqlite3.connect(tmp_path / "catalog.db") as conn:
         assert conn.execute("SELECT * FROM iceberg_tables").fetchall() == [
             ("test", "a.b", "t", new, table.metadata_location, "TABLE")
@@ -141,7 +141,7 @@ def test_v0_schema_without_iceberg_type(tmp_path: Path) -> None:
     v0 = make_sqlite_catalog(tmp_path)
     v0.create_namespace("db")
     table = v0.create_table("db.t", simple_schema())
-    v0.commit_table("db.t", table.metadata_location, table.metadata_location + ".2", table.metadata)
+    v0.swap_metadata_location("db.t", table.metadata_location, table.metadata_location + ".2", table.metadata)
     assert v0.list_tables("db") == [("db", "t")]
     assert "iceberg_type" not in {c[0] for c in _columns(db, "iceberg_tables")}
     v0.close()
@@ -164,12 +164,16 @@ def test_busy_database_is_a_commit_conflict(tmp_path: Path) -> None:
     blocker.execute("BEGIN IMMEDIATE")  # another process holds the write lock
     try:
         with pytest.raises(CommitConflict, match="nothing changed"):
-            c.commit_table("db.t", table.metadata_location, table.metadata_location + ".new", table.metadata)
+            c.swap_metadata_location(
+                "db.t", table.metadata_location, table.metadata_location + ".new", table.metadata
+            )
         assert c.load_metadata_location("db.t") == table.metadata_location  # WAL: reads still work
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
-    c.commit_table("db.t", table.metadata_location, table.metadata_location + ".new", table.metadata)
+    c.swap_metadata_location(
+        "db.t", table.metadata_location, table.metadata_location + ".new", table.metadata
+    )
     c.close()
 
 
@@ -195,7 +199,7 @@ def test_lost_commit_acknowledgement_is_resolved(
     table = c.create_table("db.t", simple_schema())
     new = table.metadata_location + ".new"
     _fail_commit(monkeypatch, c, after_commit=True)
-    c.commit_table("db.t", table.metadata_location, new, table.metadata)  # re-read shows it applied
+    c.swap_metadata_location("db.t", table.metadata_location, new, table.metadata)  # re-read shows it applied
     assert c.load_metadata_location("db.t") == new
 
 
@@ -205,7 +209,9 @@ def test_failed_commit_is_state_unknown(sqlite_catalog: SqlCatalog, monkeypatch:
     table = c.create_table("db.t", simple_schema())
     _fail_commit(monkeypatch, c, after_commit=False)
     with pytest.raises(CommitStateUnknown, match="may or may not"):
-        c.commit_table("db.t", table.metadata_location, table.metadata_location + ".new", table.metadata)
+        c.swap_metadata_location(
+            "db.t", table.metadata_location, table.metadata_location + ".new", table.metadata
+        )
 
 
 def test_errors_before_commit_are_not_applied(sqlite_catalog: SqlCatalog) -> None:
@@ -280,7 +286,7 @@ def test_postgres_previous_location_and_url(postgres_catalog: SqlCatalog) -> Non
     assert c.url.startswith("postgresql+psycopg://postgres@127.0.0.1")
     c.create_namespace("db")
     table = c.create_table("db.t", simple_schema())
-    c.commit_table("db.t", table.metadata_location, table.metadata_location + ".2", table.metadata)
+    c.swap_metadata_location("db.t", table.metadata_location, table.metadata_location + ".2", table.metadata)
     t = iceberg_tables.c
     with c.engine.connect() as conn:
         row = conn.execute(
@@ -319,9 +325,11 @@ def test_postgres_connection_lost_before_commit_is_retryable(
 
     sa.event.listen(c.engine, "before_cursor_execute", before_execute)
     with pytest.raises(CommitConflict, match="retrying is safe"):
-        c.commit_table("db.t", table.metadata_location, table.metadata_location + ".2", table.metadata)
+        c.swap_metadata_location(
+            "db.t", table.metadata_location, table.metadata_location + ".2", table.metadata
+        )
     assert c.load_metadata_location("db.t") == table.metadata_location
-    c.commit_table("db.t", table.metadata_location, table.metadata_location + ".2", table.metadata)
+    c.swap_metadata_location("db.t", table.metadata_location, table.metadata_location + ".2", table.metadata)
 
 
 @pytest.mark.postgres
@@ -341,6 +349,8 @@ def test_postgres_connection_lost_during_commit_is_state_unknown(
 
     monkeypatch.setattr(dialect, "do_commit", do_commit)
     with pytest.raises(CommitStateUnknown):
-        c.commit_table("db.t", table.metadata_location, table.metadata_location + ".2", table.metadata)
+        c.swap_metadata_location(
+            "db.t", table.metadata_location, table.metadata_location + ".2", table.metadata
+        )
     # The server rolled the transaction back; the caller could not have known that.
     assert c.load_metadata_location("db.t") == table.metadata_location

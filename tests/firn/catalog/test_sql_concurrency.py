@@ -50,7 +50,7 @@ def _worker(uri: str, name: str, worker: int, swaps: int, barrier: Any, results:
         current = catalog.load_metadata_location("db.t")
         new = f"memory://wh/db/t/metadata/{worker}-{attempt}.metadata.json"
         try:
-            catalog.commit_table("db.t", current, new, _METADATA)
+            catalog.swap_metadata_location("db.t", current, new, _METADATA)
         except CommitConflict:
             conflicts += 1
             continue

@@ -7,15 +7,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 import firn.core.commit as transaction_module
 from firn.catalog.base_catalog import BaseCatalog
 from firn.catalog.memory import InMemoryCatalog
 from firn.catalog.sql import SqlCatalog
-from firn.core.actions.write import append_action
-from firn.core.commit import Transaction, _backoff_ms
+from firn.core.commit import _backoff_ms
 from firn.core.metadata_io import parse_metadata_version
 from firn.errors import CommitConflict, CommitStateUnknown, FirnError, ValidationConflict
 from firn.spec.types import StringType
@@ -57,33 +55,27 @@ def _ids(catalog: BaseCatalog) -> list[int]:
     return sorted(catalog.load_table("db.events").scan().to_arrow().column("id").to_pylist())
 
 
-def _planned_append(table: Table, data: pa.Table) -> Any:
-    action = append_action(table, data)
-    assert action is not None
-    return action
-
-
 def test_several_actions_commit_as_one_metadata_version(memory: InMemoryCatalog) -> None:
     table = make_events_table(memory, 2)
     table.append(events(2))
     version = parse_metadata_version(table.metadata_location)
     with table.transaction() as txn:
-        txn.add_action(table.update_schema().add_column("note", StringType()))
-        txn.add_action(_planned_append(table, events(3, start=10)))
+        txn.update_schema().add_column("note", StringType())
+        txn.append(events(3, start=10))
     assert parse_metadata_version(table.metadata_location) == version + 1
     assert table.schema().find_field("note") is not None and len(table.snapshots()) == 2
     assert _ids(memory) == [0, 1, 10, 11, 12]
     with pytest.raises(FirnError, match="already been committed"):
         txn.commit()
     with pytest.raises(FirnError, match="already been committed"):
-        txn.add_action(table.update_schema())
+        txn.update_schema()
 
 
 def test_transaction_left_with_an_exception_commits_nothing(memory: InMemoryCatalog) -> None:
     table = make_events_table(memory, 2)
     location = table.metadata_location
     with pytest.raises(RuntimeError), table.transaction() as txn:
-        txn.add_action(table.update_schema().add_column("note", StringType()))
+        txn.update_schema().add_column("note", StringType())
         raise RuntimeError("changed my mind")
     assert table.metadata_location == location and memory.load_table("db.events").schema().schema_id == 0
 
@@ -92,8 +84,8 @@ def test_stale_writer_retries_and_both_commits_land(sqlite: SqlCatalog, no_sleep
     t1 = make_events_table(sqlite, 2, partition_spec=[("region", "identity")])
     t2 = sqlite.load_table("db.events")
     t1.append(events(4))
-    planned = _planned_append(t2, events(2, start=100))  # t2's base is now stale
-    result = Transaction(t2).add_action(planned).commit()
+    planned = t2.transaction().append(events(2, start=100))  # t2's base is now stale
+    result = planned.commit()
     assert result.attempts == 2 and len(no_sleep) == 1
     head = sqlite.load_table("db.events").current_snapshot()
     assert head is not None and head.summary.get("total-records") == "6"
@@ -128,8 +120,8 @@ def test_lost_races_do_not_spend_num_retries(
     competitor = sqlite.load_table("db.events")
     other_catalog = make_sqlite_catalog(tmp_path)  # the stale writer's own connection
     stale = other_catalog.load_table("db.events")
-    planned = _planned_append(stale, events(1, start=500))
-    swap = other_catalog.commit_table
+    planned = stale.transaction().append(events(1, start=500))
+    swap = other_catalog.swap_metadata_location
     wins = iter(range(6))
 
     def commit_table(identifier: Any, expected: str, new: str, metadata: Any) -> None:
@@ -138,8 +130,8 @@ def test_lost_races_do_not_spend_num_retries(
             competitor.refresh().append(events(1, start=i))
         swap(identifier, expected, new, metadata)
 
-    monkeypatch.setattr(other_catalog, "commit_table", commit_table)
-    result = Transaction(stale).add_action(planned).commit()
+    monkeypatch.setattr(other_catalog, "swap_metadata_location", commit_table)
+    result = planned.commit()
     assert result.attempts == 7  # six lost races, then success, despite num-retries=0
     assert len(no_sleep) == 6
     assert _ids(sqlite) == [0, 1, 2, 3, 4, 5, 500]
@@ -156,7 +148,7 @@ def _failing_swaps(
         attempted.append(new)
         raise error()
 
-    monkeypatch.setattr(catalog, "commit_table", commit_table)
+    monkeypatch.setattr(catalog, "swap_metadata_location", commit_table)
     return attempted
 
 
@@ -188,10 +180,10 @@ def test_conflicts_without_progress_spend_num_retries_and_clean_up(
 def test_total_timeout_bounds_lost_races(sqlite: SqlCatalog, no_sleep: list[Any]) -> None:
     make_events_table(sqlite, 2, properties={"commit.retry.total-timeout-ms": "0"})
     stale = sqlite.load_table("db.events")
-    planned = _planned_append(stale, events(1, start=5))
+    planned = stale.transaction().append(events(1, start=5))
     sqlite.load_table("db.events").append(events(1))
     with pytest.raises(CommitConflict, match="1 lost to concurrent commits"):
-        Transaction(stale).add_action(planned).commit()
+        planned.commit()
     assert no_sleep == [] and _ids(sqlite) == [0]
 
 
@@ -228,17 +220,17 @@ def test_validation_conflicts_are_not_retried(memory: InMemoryCatalog, no_sleep:
     memory.load_table("db.events").update_schema().add_column("b", StringType()).commit()
     # The first attempt loses the race; the retry re-validates on the fresh base and stops.
     with pytest.raises(ValidationConflict, match="changed concurrently"):
-        Transaction(table).add_action(stale).commit()
+        stale.commit()
     assert len(no_sleep) == 1
 
 
 def test_retry_reuses_the_data_manifest_of_the_first_attempt(sqlite: SqlCatalog, no_sleep: list[Any]) -> None:
     make_events_table(sqlite, 2, properties={"commit.manifest-merge.enabled": "false"})
     stale = sqlite.load_table("db.events")
-    planned = _planned_append(stale, events(2, start=10))
+    planned = stale.transaction().append(events(2, start=10))
     sqlite.load_table("db.events").append(events(1))
     before = _files(sqlite, stale)
-    Transaction(stale).add_action(planned).commit()
+    planned.commit()
     new = _files(sqlite, stale) - before
     manifests = [p for p in new if p.endswith(".avro") and "/snap-" not in p]
     lists = [p for p in new if "/snap-" in p]

@@ -1,9 +1,9 @@
 """Racing writers: conflict validation per isolation level, and no row lost or resurrected.
 
 Two real writers are two ``Table`` objects loaded from one SQLite catalog (and, at the end,
-several OS processes). Races are injected deterministically: writer 1 plans its change
-(``delete_action`` / ``overwrite_action`` read the table and write files), writer 2 commits,
-then writer 1 commits its planned action through a ``Transaction`` — its base is stale, the
+several OS processes). Races are injected deterministically: writer 1 plans its change in a
+transaction (``tx.delete`` / ``tx.overwrite`` read the table and write files), writer 2 commits,
+then writer 1 commits its transaction — its base is stale, the
 catalog's compare-and-swap fails, and the retry must re-validate against what writer 2 did.
 Every test asserts the final rows exactly.
 """
@@ -20,8 +20,8 @@ import pytest
 import firn.core.commit as transaction_module
 from firn.catalog.sql import SqlCatalog
 from firn.core.actions.overwrite import OverwriteFiles
-from firn.core.actions.write import append_action, delete_action, overwrite_action
-from firn.core.commit import Action, CommitResult, Transaction
+from firn.core.actions.row_delta import RowDelta
+from firn.core.transaction import Transaction
 from firn.errors import ValidationConflict
 from firn.table.table import Table
 from tests.firn.table.ref_factories import ids, make_table, rows
@@ -41,16 +41,6 @@ def _writers(catalog: SqlCatalog, **kwargs: Any) -> tuple[Table, Table]:
     return catalog.load_table("db.t"), catalog.load_table("db.t")
 
 
-def _commit_planned(table: Table, action: Action) -> CommitResult:
-    """Commit an action planned earlier; on failure delete the data files it wrote."""
-    try:
-        return Transaction(table).add_action(action).commit()
-    except BaseException:
-        written: list[str] = getattr(action, "written_data_files", list)()
-        table.io.delete_many(written)
-        raise
-
-
 def _fresh_ids(catalog: SqlCatalog, **scan: Any) -> list[int]:
     return ids(catalog.load_table("db.t"), **scan)
 
@@ -62,10 +52,10 @@ def _data_files(table: Table) -> list[str]:
 # -- (a) copy-on-write delete vs a concurrent delete of the same file ---------------------------
 def test_cow_delete_loses_to_concurrent_delete_of_the_same_file(catalog: SqlCatalog) -> None:
     t1, t2 = _writers(catalog)
-    planned = delete_action(t1, "id = 2")  # rewrites the file without row 2
+    planned = t1.transaction().delete("id = 2")  # rewrites the file without row 2
     t2.delete("id = 3")  # rewrites the same file without row 3
     with pytest.raises(ValidationConflict, match="already removed"):
-        _commit_planned(t1, planned)
+        planned.commit()
     # Row 3 stays deleted (t1's rewrite still had it) and row 2 is still there.
     assert _fresh_ids(catalog) == [0, 1, 2, 4, 5, 6, 7, 8, 9]
     # The loser re-plans on the fresh table and succeeds.
@@ -75,10 +65,10 @@ def test_cow_delete_loses_to_concurrent_delete_of_the_same_file(catalog: SqlCata
 
 def test_cow_delete_of_the_same_rows_retry_finds_nothing_to_do(catalog: SqlCatalog) -> None:
     t1, t2 = _writers(catalog)
-    planned = delete_action(t1, "id >= 5")
+    planned = t1.transaction().delete("id >= 5")
     t2.delete("id >= 5")
     with pytest.raises(ValidationConflict):
-        _commit_planned(t1, planned)
+        planned.commit()
     files = _data_files(t1)
     t1.refresh().delete("id >= 5")  # matches nothing any more: no file is rewritten
     assert _data_files(t1) == files
@@ -87,10 +77,10 @@ def test_cow_delete_of_the_same_rows_retry_finds_nothing_to_do(catalog: SqlCatal
 
 def test_whole_file_delete_vs_concurrent_rewrite(catalog: SqlCatalog) -> None:
     t1, t2 = _writers(catalog)
-    planned = delete_action(t1, "id >= 0")  # metadata-only: drops the whole file
+    planned = t1.transaction().delete("id >= 0")  # metadata-only: drops the whole file
     t2.delete("id = 9")
     with pytest.raises(ValidationConflict):
-        _commit_planned(t1, planned)
+        planned.commit()
     assert _fresh_ids(catalog) == list(range(9))
 
 
@@ -98,9 +88,9 @@ def test_deletes_of_different_files_both_commit(catalog: SqlCatalog) -> None:
     t1, t2 = _writers(catalog, partitioned=True)
     t1.append(rows(range(100, 110), grp="b"))
     t2.refresh()
-    planned = delete_action(t1, "id = 1")  # file of group a
+    planned = t1.transaction().delete("id = 1")  # file of group a
     t2.delete("id = 101")  # file of group b
-    result = _commit_planned(t1, planned)
+    result = planned.commit()
     assert result.attempts == 2  # the swap lost once, re-validated, then landed
     assert _fresh_ids(catalog) == [0, *range(2, 10), 100, *range(102, 110)]
 
@@ -108,18 +98,18 @@ def test_deletes_of_different_files_both_commit(catalog: SqlCatalog) -> None:
 # -- (b) isolation levels: a concurrent append matching the filter -------------------------------
 def test_serializable_delete_conflicts_with_concurrent_matching_append(catalog: SqlCatalog) -> None:
     t1, t2 = _writers(catalog)
-    planned = delete_action(t1, "id >= 5")
+    planned = t1.transaction().delete("id >= 5")
     t2.append(rows([7, 42]))  # new rows matching the delete filter
     with pytest.raises(ValidationConflict, match="serializable"):
-        _commit_planned(t1, planned)
+        planned.commit()
     assert _fresh_ids(catalog) == sorted([*range(10), 7, 42])
 
 
 def test_snapshot_isolation_delete_allows_concurrent_matching_append(catalog: SqlCatalog) -> None:
     t1, t2 = _writers(catalog, properties={"write.delete.isolation-level": "snapshot"})
-    planned = delete_action(t1, "id >= 5")
+    planned = t1.transaction().delete("id >= 5")
     t2.append(rows([7, 42]))
-    result = _commit_planned(t1, planned)
+    result = planned.commit()
     assert result.attempts == 2
     # The delete removes the rows it saw; the concurrently appended ones survive.
     assert _fresh_ids(catalog) == [0, 1, 2, 3, 4, 7, 42]
@@ -127,37 +117,36 @@ def test_snapshot_isolation_delete_allows_concurrent_matching_append(catalog: Sq
 
 def test_serializable_delete_ignores_concurrent_non_matching_append(catalog: SqlCatalog) -> None:
     t1, t2 = _writers(catalog)
-    planned = delete_action(t1, "id >= 5")
+    planned = t1.transaction().delete("id >= 5")
     t2.append(rows([-3, -1]))  # metrics prove these rows cannot match
-    _commit_planned(t1, planned)
+    planned.commit()
     assert _fresh_ids(catalog) == [-3, -1, 0, 1, 2, 3, 4]
 
 
 def test_serializable_overwrite_conflicts_with_concurrent_matching_append(catalog: SqlCatalog) -> None:
     t1, t2 = _writers(catalog)
-    planned = overwrite_action(t1, rows([500]), "id < 3")
+    planned = t1.transaction().overwrite(rows([500]), "id < 3")
     t2.append(rows([1]))
     with pytest.raises(ValidationConflict, match="serializable"):
-        _commit_planned(t1, planned)
+        planned.commit()
     assert _fresh_ids(catalog) == [0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9]
 
 
 def test_snapshot_isolation_overwrite_allows_concurrent_append(catalog: SqlCatalog) -> None:
     t1, t2 = _writers(catalog, properties={"write.merge.isolation-level": "snapshot"})
-    planned = overwrite_action(t1, rows([500]), "id < 3")
+    planned = t1.transaction().overwrite(rows([500]), "id < 3")
     t2.append(rows([1]))
-    _commit_planned(t1, planned)
+    planned.commit()
     assert _fresh_ids(catalog) == [1, 3, 4, 5, 6, 7, 8, 9, 500]
 
 
 # -- (c) concurrent appends always succeed via retry ---------------------------------------------
 def test_concurrent_appends_retry_and_keep_every_row(catalog: SqlCatalog) -> None:
     t1, t2 = _writers(catalog)
-    planned = append_action(t1, rows([100, 101]))
-    assert planned is not None
+    planned = t1.transaction().append(rows([100, 101]))
     for i in range(3):
         t2.append(rows([200 + i]))
-    result = _commit_planned(t1, planned)
+    result = planned.commit()
     assert result.attempts == 2
     assert _fresh_ids(catalog) == [*range(10), 100, 101, 200, 201, 202]
     head = catalog.load_table("db.t").current_snapshot()
@@ -165,9 +154,8 @@ def test_concurrent_appends_retry_and_keep_every_row(catalog: SqlCatalog) -> Non
 
 
 # -- (d) deletes racing deletion vectors / position deletes on the same file ----------------------
-def _row_delta(table: Table) -> Any:
-    row_delta = pytest.importorskip("firn.core.actions.row_delta", reason="row delta not available")
-    return row_delta.RowDelta(table)
+def _row_delta(table: Table) -> RowDelta:
+    return table.row_delta()
 
 
 def _only_file(table: Table) -> str:
@@ -180,11 +168,11 @@ def test_cow_delete_loses_to_concurrent_position_delete(catalog: SqlCatalog, ver
     # v3: the competitor writes a DV; v2: a position delete file. Either would be lost if the
     # rewrite (made from the file without those deletes) were committed on top: resurrection.
     t1, t2 = _writers(catalog, format_version=version)
-    planned = delete_action(t1, "id = 2")
+    planned = t1.transaction().delete("id = 2")
     _row_delta(t2).delete_rows_at(_only_file(t2), [5]).commit()
     assert _fresh_ids(catalog) == [0, 1, 2, 3, 4, 6, 7, 8, 9]
     with pytest.raises(ValidationConflict, match="resurrect"):
-        _commit_planned(t1, planned)
+        planned.commit()
     assert _fresh_ids(catalog) == [0, 1, 2, 3, 4, 6, 7, 8, 9]
     t1.refresh().delete("id = 2")
     assert _fresh_ids(catalog) == [0, 1, 3, 4, 6, 7, 8, 9]
@@ -203,10 +191,10 @@ def test_position_delete_loses_to_concurrent_cow_rewrite(catalog: SqlCatalog, ve
 def test_merge_on_read_deletes_of_the_same_file_conflict(catalog: SqlCatalog) -> None:
     pytest.importorskip("firn.core.actions.merge_on_read", reason="merge-on-read deletes not available")
     t1, t2 = _writers(catalog, format_version=3, properties={"write.delete.mode": "merge-on-read"})
-    planned = delete_action(t1, "id = 2")  # a DV for the file
+    planned = t1.transaction().delete("id = 2")  # a DV for the file
     t2.delete("id = 7")  # another DV for the same file
     with pytest.raises(ValidationConflict):
-        _commit_planned(t1, planned)
+        planned.commit()
     assert _fresh_ids(catalog) == [0, 1, 2, 3, 4, 5, 6, 8, 9]
     t1.refresh().delete("id = 2")  # re-planned: merges the existing DV
     assert _fresh_ids(catalog) == [0, 1, 3, 4, 5, 6, 8, 9]
@@ -219,7 +207,7 @@ def test_manual_dv_racing_a_cow_delete(catalog: SqlCatalog) -> None:
     from firn.spec.content import DataFile, FileContent, FileFormat
 
     t1, t2 = _writers(catalog, format_version=3)
-    planned = delete_action(t1, "id = 2")
+    planned = t1.transaction().delete("id = 2")
     task = t2.scan().plan_files()[0]
     location = f"{metadata_dir(t2.metadata).rsplit('/', 1)[0]}/data/manual-dv.puffin"
     dv_file = write_dv_puffin(
@@ -245,7 +233,7 @@ def test_manual_dv_racing_a_cow_delete(catalog: SqlCatalog) -> None:
     ).commit()
     assert _fresh_ids(catalog) == [0, 1, 2, 3, 4, 5, 7, 8, 9]
     with pytest.raises(ValidationConflict, match="resurrect"):
-        _commit_planned(t1, planned)
+        planned.commit()
     assert _fresh_ids(catalog) == [0, 1, 2, 3, 4, 5, 7, 8, 9]
 
 
@@ -268,11 +256,11 @@ def test_retry_revalidates_after_conflicting_commit_in_backoff(
     catalog: SqlCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     t1, t2 = _writers(catalog, partitioned=True)
-    planned = delete_action(t1, "id = 2")
+    planned = t1.transaction().delete("id = 2")
     t2.append(rows([300], grp="z"))  # unrelated: t1's first swap fails, validation would pass
     calls = _during_backoff(monkeypatch, lambda: t2.delete("id = 4"))  # conflicting, mid-backoff
     with pytest.raises(ValidationConflict, match="already removed"):
-        _commit_planned(t1, planned)
+        planned.commit()
     assert calls == [1]  # exactly one retry, and it re-validated against the new commit
     assert _fresh_ids(catalog) == [0, 1, 2, 3, *range(5, 10), 300]
 
@@ -281,11 +269,11 @@ def test_retry_revalidates_serializable_filter_in_backoff(
     catalog: SqlCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     t1, t2 = _writers(catalog)
-    planned = delete_action(t1, "id >= 8")
+    planned = t1.transaction().delete("id >= 8")
     t2.append(rows([-1]))  # does not match the filter
     calls = _during_backoff(monkeypatch, lambda: t2.append(rows([9])))  # matches it
     with pytest.raises(ValidationConflict, match="serializable"):
-        _commit_planned(t1, planned)
+        planned.commit()
     assert calls == [1]
     assert _fresh_ids(catalog) == [-1, *range(10), 9]
 
@@ -294,10 +282,10 @@ def test_retry_succeeds_when_backoff_commit_does_not_conflict(
     catalog: SqlCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     t1, t2 = _writers(catalog, partitioned=True)
-    planned = delete_action(t1, "id = 2")
+    planned = t1.transaction().delete("id = 2")
     t2.append(rows([300], grp="z"))
     calls = _during_backoff(monkeypatch, lambda: t2.append(rows([301], grp="y")))
-    result = _commit_planned(t1, planned)
+    result = planned.commit()
     assert calls == [1] and result.attempts == 2
     assert _fresh_ids(catalog) == [0, 1, *range(3, 10), 300, 301]
 
@@ -357,10 +345,9 @@ def test_processes_racing_deletes_lose_and_resurrect_nothing(catalog: SqlCatalog
 
 def test_retry_refuses_a_table_replaced_concurrently(catalog: SqlCatalog) -> None:
     t1, _ = _writers(catalog)
-    planned = append_action(t1, rows([100]))
-    assert planned is not None
+    planned = t1.transaction().append(rows([100]))
     catalog.drop_table("db.t")
     make_table(catalog).append(rows([7]))  # same name, new table (new UUID)
     with pytest.raises(ValidationConflict, match="replaced concurrently"):
-        _commit_planned(t1, planned)
+        planned.commit()
     assert _fresh_ids(catalog) == [7]

@@ -245,15 +245,24 @@ def test_no_op_commit_writes_nothing(table: Table) -> None:
 
 def test_builder_is_a_transaction_action(table: Table) -> None:
     (s1,) = _history(table, 1)
-    from firn.core.actions.write import append_action
-
     with table.transaction() as tx:
-        action = append_action(table, rows([5]))
-        assert action is not None
-        tx.add_action(action)
-        tx.add_action(table.manage_snapshots().create_tag("before", s1))
+        tx.append(rows([5]))
+        tx.manage_snapshots().create_tag("before", s1)
     assert table.refs()["before"].snapshot_id == s1
     assert ids(table) == [0, 5]
+
+
+def test_builder_of_a_transaction_commits_with_it(table: Table) -> None:
+    (s1,) = _history(table, 1)
+    location = table.metadata_location
+    tx = table.transaction()
+    ms = tx.manage_snapshots().create_tag("t", s1)
+    with pytest.raises(FirnError, match="part of a transaction"):
+        ms.commit()
+    assert table.metadata_location == location  # nothing committed yet
+    result = tx.commit()
+    assert result.metadata_location == table.metadata_location != location
+    assert table.refs()["t"].snapshot_id == s1
 
 
 # -- rollback and set-current -----------------------------------------------------------------------

@@ -284,7 +284,7 @@ def test_no_dvs_on_v2_and_no_position_files_on_v3(catalog: InMemoryCatalog) -> N
         added_deletes=[dv.evolve(referenced_data_file=f2.file_path)],
     )
     with pytest.raises(ValidationError, match="deletion vectors"):
-        v2._commit(action)
+        v2.transaction().add_action(action).commit()
     assert ids(v2) == [0, 1, 2] and ids(v3) == [0, 1, 2]
 
 

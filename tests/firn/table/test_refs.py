@@ -14,8 +14,7 @@ import pytest
 
 from firn.catalog.memory import InMemoryCatalog
 from firn.catalog.sql import SqlCatalog
-from firn.core.actions.write import append_action
-from firn.core.commit import CommitContext, Transaction
+from firn.core.commit import CommitContext
 from firn.core.updates import AssertRefSnapshotId, AssertTableUUID
 from firn.errors import CommitConflict, ValidationConflict, ValidationError
 from firn.spec.snapshots import MAIN_BRANCH, RefType, SnapshotRef
@@ -170,9 +169,7 @@ def test_ref_changes_send_ref_requirements(table: Table) -> None:
 def test_transaction_requirements_hold_for_chained_actions(table: Table) -> None:
     # Two appends in one transaction: the second asserts main at the first one's snapshot,
     # which only holds inside the transaction; the commit must still succeed.
-    first, second = append_action(table, rows([7])), append_action(table, rows([8]))
-    assert first is not None and second is not None
-    Transaction(table).add_action(first).add_action(second).commit()
+    table.transaction().append(rows([7])).append(rows([8])).commit()
     assert ids(table) == [0, 1, 2, 3, 4, 7, 8]
 
 

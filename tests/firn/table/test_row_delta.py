@@ -39,7 +39,7 @@ def test_rows_and_positional_deletes_in_one_commit(catalog: InMemoryCatalog, ver
     t = make_table(catalog, version)
     t.append(rows(range(10)))
     path = data_file(t, 0).file_path
-    snap = t.row_delta().add_rows(rows([100, 101])).delete_rows_at(path, [0, 9]).commit()
+    snap = t.row_delta().add_rows(rows([100, 101])).delete_rows_at(path, [0, 9]).commit().snapshot
     assert snap is not None and snap.summary.operation is Operation.OVERWRITE
     assert ids(t) == [*range(1, 9), 100, 101]
     [d] = live_deletes(t)
@@ -49,12 +49,12 @@ def test_rows_and_positional_deletes_in_one_commit(catalog: InMemoryCatalog, ver
 
 def test_operations_follow_java(catalog: InMemoryCatalog) -> None:
     t = make_table(catalog, 3)
-    appended = t.row_delta().add_rows(rows([1, 2, 3])).commit()
+    appended = t.row_delta().add_rows(rows([1, 2, 3])).commit().snapshot
     assert appended is not None and appended.summary.operation is Operation.APPEND
-    deleted = t.row_delta().delete_rows_at(data_file(t, 1).file_path, [1]).commit()
+    deleted = t.row_delta().delete_rows_at(data_file(t, 1).file_path, [1]).commit().snapshot
     assert deleted is not None and deleted.summary.operation is Operation.DELETE
     assert ids(t) == [1, 3]
-    assert t.row_delta().commit() is None  # nothing to do: no snapshot
+    assert t.row_delta().commit().snapshot is None  # nothing to do: no snapshot
 
 
 def test_delete_rows_at_merges_with_the_live_dv(catalog: InMemoryCatalog) -> None:
@@ -63,7 +63,7 @@ def test_delete_rows_at_merges_with_the_live_dv(catalog: InMemoryCatalog) -> Non
     path = data_file(t, 0).file_path
     t.row_delta().delete_rows_at(path, [1]).commit()
     [old] = live_deletes(t)
-    snap = t.row_delta().delete_rows_at(path, np.array([2, 3])).delete_rows_at(path, [3, 4]).commit()
+    snap = t.row_delta().delete_rows_at(path, np.array([2, 3])).delete_rows_at(path, [3, 4]).commit().snapshot
     [new] = live_deletes(t)
     assert new.file_path != old.file_path
     assert _positions(t, path) == [1, 2, 3, 4]
@@ -111,7 +111,7 @@ def test_equality_deletes_and_data(catalog: InMemoryCatalog) -> None:
     [eq] = write_equality_delete_files(
         t.io, t.metadata, pa.table({"id": pa.array([1, 3], pa.int64())}), ["id"]
     )
-    snap = t.row_delta().add_deletes([eq]).add_rows(rows([3])).commit()
+    snap = t.row_delta().add_deletes([eq]).add_rows(rows([3])).commit().snapshot
     assert snap is not None and snap.summary.properties["added-equality-deletes"] == "2"
     # The new row 3 is in the same commit as the delete: not deleted (seq must be strictly lower).
     assert ids(t) == [2, 3]
@@ -123,7 +123,7 @@ def test_remove_data_files_drops_their_dvs(catalog: InMemoryCatalog) -> None:
     t.append(rows(range(5, 10)))
     f = data_file(t, 0)
     t.row_delta().delete_rows_at(f.file_path, [0]).commit()
-    snap = t.row_delta().remove_data_files([f]).add_rows(rows([42])).commit()
+    snap = t.row_delta().remove_data_files([f]).add_rows(rows([42])).commit().snapshot
     assert snap is not None and snap.summary.properties["removed-dvs"] == "1"
     assert live_deletes(t) == []
     assert ids(t) == [*range(5, 10), 42]

@@ -24,8 +24,15 @@ class AppendFiles(SnapshotProducer):
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
+        stage_only: bool = False,
+        written_files: Sequence[str] = (),
     ) -> None:
-        super().__init__(branch=branch, snapshot_properties=snapshot_properties)
+        super().__init__(
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            stage_only=stage_only,
+            written_files=written_files,
+        )
         for f in files:
             if f.content is not FileContent.DATA:
                 raise ValidationError(f"append takes data files only; {f.file_path} is {f.content.name}")

@@ -58,10 +58,10 @@ from firn.core.actions.ref_operations import (
     pickable_changes,
     ref_kind,
 )
-from firn.core.commit import CommitContext, Transaction
+from firn.core.commit import CommitContext, CommitResult, PendingUpdate, Staging
 from firn.core.metadata_builder import apply_updates
 from firn.core.updates import AssertRefSnapshotId, AssertTableUUID, TableRequirement, TableUpdate
-from firn.errors import AlreadyExists, FirnError, NotFound, ValidationConflict, ValidationError
+from firn.errors import AlreadyExists, NotFound, ValidationConflict, ValidationError
 from firn.spec.snapshots import MAIN_BRANCH, RefType, Snapshot, SnapshotRef
 from firn.spec.table_metadata import TableMetadata
 from firn.util.timestamps import to_timestamp_ms
@@ -69,29 +69,26 @@ from firn.util.timestamps import to_timestamp_ms
 if TYPE_CHECKING:
     import datetime as dt
 
-    from firn.table.table import Table
-
 _USER_ERRORS = (ValidationError, NotFound, AlreadyExists)
 
 
 @dataclass(frozen=True, slots=True)
-class ManageSnapshotsResult:
-    """What a ``manage_snapshots()`` commit did.
+class ManageSnapshotsResult(CommitResult):
+    """What a ``manage_snapshots()`` commit did (a :class:`~firn.core.commit.CommitResult`).
 
     ``previous_snapshot_id`` / ``current_snapshot_id`` are main's snapshot before and after;
     ``cherry_picked`` maps each cherry-picked source snapshot to the snapshot that now carries
     its changes on main (the source itself when it was fast-forwarded).
     """
 
-    previous_snapshot_id: int | None
-    current_snapshot_id: int | None
-    refs: Mapping[str, SnapshotRef]
+    previous_snapshot_id: int | None = None
+    current_snapshot_id: int | None = None
+    refs: Mapping[str, SnapshotRef] = field(default_factory=lambda: MappingProxyType({}))
     cherry_picked: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
-    attempts: int = 1
 
 
 # -- the builder ----------------------------------------------------------------------------------
-class ManageSnapshots:
+class ManageSnapshots(PendingUpdate):
     """Builder for branch, tag, rollback, cherry-pick and fast-forward operations committed together.
 
     Obtain it from :meth:`firn.table.table.Table.manage_snapshots`; finish with :meth:`commit`
@@ -99,20 +96,18 @@ class ManageSnapshots:
     (``transaction.add_action(builder)``).
     """
 
-    def __init__(self, table: Table) -> None:
-        self._table = table
-        self._start = table.metadata
-        self._view = table.metadata
+    def __init__(self, transaction: Staging) -> None:
+        super().__init__(transaction)
+        self._start = transaction.table.metadata
+        self._view = self._start
         self._ops: list[RefOp] = []
-        self._committed = False
         self._main_unknown = False  # after a cherry-pick that creates a new snapshot
         self._pending_branches: set[str] = set()  # empty branches created at commit
         self._last_base: TableMetadata | None = None
 
     # -- recording ------------------------------------------------------------------------------
     def _add(self, op: RefOp) -> ManageSnapshots:
-        if self._committed:
-            raise FirnError("this manage_snapshots() builder has already been committed")
+        self._check_open()
         for name in op.refs:
             if name in self._pending_branches:
                 raise ValidationError(
@@ -270,14 +265,13 @@ class ManageSnapshots:
         is main's current snapshot.
         """
         sid = check_snapshot_id(snapshot_id)
-        if self._committed:
-            raise FirnError("this manage_snapshots() builder has already been committed")
+        self._check_open()
         op = CherryPick(sid, None)
         source, fast_forward = op._check(self._view)
         if not fast_forward:
             from firn.core.trees import snapshot_changes
 
-            op._changes = pickable_changes(snapshot_changes(self._table.io, self._view, source))
+            op._changes = pickable_changes(snapshot_changes(self.table.io, self._view, source))
         self._add(op)
         if not fast_forward:
             self._main_unknown = True
@@ -333,33 +327,28 @@ class ManageSnapshots:
         return out
 
     # -- committing ----------------------------------------------------------------------------------
-    def commit(self) -> ManageSnapshotsResult:
-        """Commit every recorded operation in one metadata version (retrying per ``commit.retry.*``)."""
-        if self._committed:
-            raise FirnError("this manage_snapshots() builder has already been committed")
-        result = Transaction(self._table).add_action(self).commit()
-        self._committed = True
+    def _result(self, result: CommitResult) -> ManageSnapshotsResult:
         before = self._last_base if self._last_base is not None else self._start
-        md = self._table.metadata
+        md = self.table.metadata
         picked = {
             op.source_id: op.result_id
             for op in self._ops
             if isinstance(op, CherryPick) and op.result_id is not None
         }
         return ManageSnapshotsResult(
+            metadata_location=result.metadata_location,
+            attempts=result.attempts,
+            snapshot_id=result.snapshot_id,
+            snapshot=result.snapshot,
             previous_snapshot_id=before.current_snapshot_id,
             current_snapshot_id=md.current_snapshot_id,
             refs=MappingProxyType(dict(md.refs)),
             cherry_picked=MappingProxyType(picked),
-            attempts=result.attempts,
         )
 
-    def __enter__(self) -> ManageSnapshots:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None and not self._committed:
-            self.commit()
+    def commit(self) -> ManageSnapshotsResult:
+        """Commit every recorded operation in one metadata version (retrying per ``commit.retry.*``)."""
+        return self._result(self._commit())
 
 
 __all__ = ["PUBLISHED_WAP_ID", "SOURCE_SNAPSHOT_ID", "WAP_ID", "ManageSnapshots", "ManageSnapshotsResult"]

@@ -41,7 +41,7 @@ from firn.spec.versions import MIN_FORMAT_VERSION_DELETION_VECTORS, MIN_FORMAT_V
 
 if TYPE_CHECKING:
     from firn.core.actions.write import RowDeletePlan
-    from firn.table.table import Table
+    from firn.core.handle import TableHandle
 
 # Which table property governs which kind of row-level operation (Java ``TableProperties``).
 ROW_LEVEL_OPERATIONS = ("delete", "update", "merge")
@@ -127,7 +127,7 @@ def write_position_deletes_for(
 
 
 def merge_on_read_deletes(
-    table: Table, plan: RowDeletePlan
+    table: TableHandle, plan: RowDeletePlan
 ) -> tuple[list[DataFile], list[DataFile], list[str]]:
     """Delete the matching rows of ``plan``'s partially matching files with DVs (v3+) or
     position delete files (v2); see the module docstring.

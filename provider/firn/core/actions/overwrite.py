@@ -64,7 +64,7 @@ class OverwriteFiles(SnapshotProducer):
         written_files: Sequence[str] = (),
         required_data_files: Sequence[str] = (),
     ) -> None:
-        super().__init__(branch=branch, snapshot_properties=snapshot_properties)
+        super().__init__(branch=branch, snapshot_properties=snapshot_properties, written_files=written_files)
         self.starting_snapshot_id = starting_snapshot_id
         self.added_data = list(added_data)
         self.removed_data = list(removed_data)
@@ -80,10 +80,6 @@ class OverwriteFiles(SnapshotProducer):
         self.required_data_files = set(required_data_files)
         self.fixed_operation = operation
         self.data_sequence_number = data_sequence_number
-        self._written = list(written_files)
-
-    def written_data_files(self) -> list[str]:
-        return list(self._written)
 
     @property
     def is_noop(self) -> bool:

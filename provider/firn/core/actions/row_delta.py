@@ -1,8 +1,9 @@
 """``table.row_delta()``: add data files and delete files (position, equality, DV) in one commit.
 
-The builder collects changes and writes nothing until :meth:`RowDelta.commit`, which writes
-the new files, then commits one snapshot through :class:`OverwriteFiles`, whose validation
-runs on every attempt (retries re-validate). Rules, as Iceberg Java's ``BaseRowDelta`` /
+The builder collects changes and writes nothing until it commits (:meth:`RowDelta.commit`,
+or the transaction it belongs to): the first commit attempt writes the new files, and one
+snapshot is committed through :class:`OverwriteFiles`, whose validation runs on every attempt
+(retries re-validate). Rules, as Iceberg Java's ``BaseRowDelta`` /
 ``MergingSnapshotProducer``:
 
 * Version rules (notes §2): no delete files on v1, no DVs on v2, no new v2 position delete
@@ -26,29 +27,27 @@ deletes are added (or files removed), ``overwrite`` otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
 from firn.core.actions.merge_on_read import write_position_deletes_for
 from firn.core.actions.overwrite import OverwriteFiles
+from firn.core.commit import CommitContext, PendingUpdate, Staging
 from firn.core.planning import FileScanTask
 from firn.core.scan import DataScan, to_expression
+from firn.core.updates import TableRequirement, TableUpdate
 from firn.core.writer import write_data_files
 from firn.deletes.apply import load_positions
 from firn.deletes.bitmap import PositionBitmap, PositionsLike
 from firn.deletes.writers import referenced_data_file_of, write_position_delete_files
-from firn.errors import FirnError, NotFound, ValidationError
+from firn.errors import NotFound, ValidationError
 from firn.expressions import AlwaysTrue, BooleanExpression
 from firn.spec.content import DataFile, FileContent
 from firn.spec.properties import IsolationLevel
 from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.versions import MIN_FORMAT_VERSION_DELETION_VECTORS, MIN_FORMAT_VERSION_ROW_LEVEL_DELETES
-
-if TYPE_CHECKING:
-    from firn.table.table import Table
 
 
 def _check_delete_file(f: DataFile, version: int) -> None:
@@ -82,21 +81,22 @@ def _dv_key(f: DataFile) -> tuple[str, int | None]:
     return (f.file_path, f.content_offset)
 
 
-class RowDelta:
+class RowDelta(PendingUpdate):
     """Builder for one commit that adds data files and row-level deletes.
 
     Chain the ``add_*``/``remove_*``/``delete_rows_at``/``validate_*`` calls, then
-    :meth:`commit`. Nothing is written or committed before ``commit``.
+    :meth:`commit` (or commit the transaction it belongs to). Nothing is written before.
     """
 
     def __init__(
         self,
-        table: Table,
+        transaction: Staging,
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> None:
-        self._table = table
+        super().__init__(transaction)
+        table = transaction.table
         self._branch = branch
         self._snapshot_properties = dict(snapshot_properties or {})
         self._rows: list[pa.Table] = []
@@ -109,7 +109,8 @@ class RowDelta:
         self._starting_snapshot_id: int | None = head.snapshot_id if head is not None else None
         self._conflict_filter: BooleanExpression | None = None
         self._isolation = IsolationLevel.SNAPSHOT
-        self._committed = False
+        self._action: OverwriteFiles | None = None
+        self._built = False
 
     def _branch_head(self, metadata: TableMetadata) -> Snapshot | None:
         if metadata.refs.get(self._branch) is not None:
@@ -170,8 +171,8 @@ class RowDelta:
     def validate_from_snapshot(self, snapshot_id: int) -> RowDelta:
         """Validate against every commit after ``snapshot_id`` (the snapshot this change was
         planned on); it must be an ancestor of the branch head at commit time."""
-        if self._table.metadata.snapshot_by_id(snapshot_id) is None:
-            raise NotFound(f"table {self._table.name} has no snapshot {snapshot_id}")
+        if self.table.metadata.snapshot_by_id(snapshot_id) is None:
+            raise NotFound(f"table {self.table.name} has no snapshot {snapshot_id}")
         self._starting_snapshot_id = snapshot_id
         return self
 
@@ -194,21 +195,26 @@ class RowDelta:
         self._isolation = level
         return self
 
-    # -- commit ------------------------------------------------------------------------------------------
-    def commit(self) -> Snapshot | None:
-        """Write the new files and commit one snapshot; returns it (None if nothing changed)."""
-        if self._committed:
-            raise FirnError("this row delta has already been committed")
-        action = self._build()
-        if action is None:
-            self._committed = True
-            return None
-        snapshot = self._table._commit_writing(action)
-        self._committed = True
-        return snapshot
+    # -- the action protocol ----------------------------------------------------------------------------
+    def apply(
+        self, base: TableMetadata, ctx: CommitContext
+    ) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        # The files are written once, on the first attempt; retries re-apply the same change.
+        if not self._built:
+            self._action = self._build()
+            self._built = True
+        if self._action is None:
+            return [], []
+        return self._action.apply(base, ctx)
+
+    def files_in_use(self) -> set[str]:
+        return self._action.files_in_use() if self._action is not None else set()
+
+    def written_files(self) -> Sequence[str]:
+        return self._action.written_files() if self._action is not None else ()
 
     def _build(self) -> OverwriteFiles | None:
-        table = self._table
+        table = self.table
         md = table.metadata
         version = md.format_version
         for f in self._deletes:
@@ -294,7 +300,7 @@ class RowDelta:
         head = self._branch_head(md)
         if head is None:
             return {}
-        scan = DataScan(self._table, snapshot_id=head.snapshot_id)
+        scan = DataScan(self.table, snapshot_id=head.snapshot_id)
         return {t.file.file_path: t for t in scan.plan_files()}
 
     def _position_deletes(
@@ -302,10 +308,10 @@ class RowDelta:
     ) -> tuple[list[DataFile], list[DataFile], list[str]]:
         """The delete files to add and the ones they replace, after writing what is needed:
         ``delete_rows_at`` positions, and DV merges that keep one DV per data file."""
-        io = self._table.io
+        io = self.table.io
         for path in self._positions:
             if path not in tasks:
-                raise ValidationError(f"delete_rows_at: {path} is not a live data file of {self._table.name}")
+                raise ValidationError(f"delete_rows_at: {path} is not a live data file of {self.table.name}")
         others = [f for f in self._deletes if not f.is_dv]
         if md.format_version < MIN_FORMAT_VERSION_DELETION_VECTORS:
             if not self._positions:

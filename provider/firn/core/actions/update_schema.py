@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from firn.core.commit import CommitContext
+from firn.core.commit import CommitContext, PendingUpdate, Staging
 from firn.core.updates import (
     LAST_ADDED,
     AddSchema,
@@ -39,9 +39,6 @@ from firn.spec.types import (
     can_promote,
 )
 
-if TYPE_CHECKING:
-    from firn.table.table import Table
-
 ROOT = -1  # parent id of top-level columns
 
 
@@ -54,14 +51,18 @@ class _Pending:
     identifier_names: list[str] | None
 
 
-class UpdateSchema:
+class UpdateSchema(PendingUpdate):
     """Accumulates schema changes and commits them as one new schema."""
 
     def __init__(
-        self, table: Table, *, case_sensitive: bool = True, allow_incompatible_changes: bool = False
+        self,
+        transaction: Staging,
+        *,
+        case_sensitive: bool = True,
+        allow_incompatible_changes: bool = False,
     ) -> None:
-        self._table = table
-        self._base = table.metadata
+        super().__init__(transaction)
+        self._base = transaction.table.metadata
         self._schema = self._base.schema()
         self._format_version = self._base.format_version
         self._case_sensitive = case_sensitive
@@ -372,7 +373,7 @@ class UpdateSchema:
     ) -> tuple[list[TableUpdate], list[TableRequirement]]:
         if base.current_schema_id != self._schema.schema_id:
             raise ValidationConflict(
-                f"the schema of {self._table.name} changed concurrently (schema id {self._schema.schema_id} → "
+                f"the schema of {self.table.name} changed concurrently (schema id {self._schema.schema_id} → "
                 f"{base.current_schema_id}); reload the table and retry the schema update"
             )
         new = self.apply_schema()
@@ -382,21 +383,6 @@ class UpdateSchema:
             [AddSchema(new, self._last_column_id), SetCurrentSchema(LAST_ADDED)],
             [AssertCurrentSchemaId(self._schema.schema_id)],
         )
-
-    def files_in_use(self) -> set[str]:
-        return set()
-
-    def commit(self) -> None:
-        from firn.core.commit import Transaction
-
-        Transaction(self._table).add_action(self).commit()
-
-    def __enter__(self) -> UpdateSchema:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self.commit()
 
 
 __all__ = ["UpdateSchema"]

@@ -8,9 +8,7 @@ transform) existed in an earlier spec, whose id is reused. v1 tables keep remove
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from firn.core.commit import CommitContext
+from firn.core.commit import CommitContext, PendingUpdate, Staging
 from firn.core.updates import (
     LAST_ADDED,
     AddPartitionSpec,
@@ -31,16 +29,13 @@ from firn.spec.partitioning import (
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.transforms import Transform, parse_transform
 
-if TYPE_CHECKING:
-    from firn.table.table import Table
 
-
-class UpdateSpec:
+class UpdateSpec(PendingUpdate):
     """Accumulates partition-spec changes and commits them as a new default spec."""
 
-    def __init__(self, table: Table, *, case_sensitive: bool = True) -> None:
-        self._table = table
-        self._base = table.metadata
+    def __init__(self, transaction: Staging, *, case_sensitive: bool = True) -> None:
+        super().__init__(transaction)
+        self._base = transaction.table.metadata
         self._case_sensitive = case_sensitive
         self._fields: list[PartitionField] = list(self._base.spec().fields)
         self._last_partition_id = self._base.last_partition_id
@@ -114,7 +109,7 @@ class UpdateSpec:
             or base.last_partition_id != self._base.last_partition_id
         ):
             raise ValidationConflict(
-                f"the partition spec of {self._table.name} changed concurrently; reload and retry"
+                f"the partition spec of {self.table.name} changed concurrently; reload and retry"
             )
         if not self._changed:
             return [], []
@@ -126,21 +121,6 @@ class UpdateSpec:
                 AssertLastAssignedPartitionId(self._base.last_partition_id),
             ],
         )
-
-    def files_in_use(self) -> set[str]:
-        return set()
-
-    def commit(self) -> None:
-        from firn.core.commit import Transaction
-
-        Transaction(self._table).add_action(self).commit()
-
-    def __enter__(self) -> UpdateSpec:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self.commit()
 
 
 __all__ = ["UpdateSpec"]

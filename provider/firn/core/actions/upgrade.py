@@ -17,10 +17,10 @@ from firn.spec.table_metadata import TableMetadata
 from firn.spec.versions import check_format_version
 
 if TYPE_CHECKING:
-    from firn.table.table import Table
+    from firn.core.handle import TableHandle
 
 
-def upgrade_action(table: Table, format_version: int) -> SimpleAction:
+def upgrade_action(table: TableHandle, format_version: int) -> SimpleAction:
     target = check_format_version(format_version)
     current = table.metadata.format_version
     if target < current:

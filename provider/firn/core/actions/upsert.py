@@ -45,7 +45,7 @@ from firn.spec.snapshots import MAIN_BRANCH
 from firn.spec.types import PrimitiveType
 
 if TYPE_CHECKING:
-    from firn.table.table import Table
+    from firn.core.handle import TableHandle
 
 # Up to this many distinct keys per column, the pruning filter is an ``in`` list (exact for
 # metrics and partitions); above it, a ``between`` range keeps planning cheap.
@@ -155,14 +155,14 @@ def _changed_sources(
 
 
 def _read_candidates(
-    table: Table, expr: BooleanExpression, branch: str, source_keys: pa.Table, names: Sequence[str]
+    table: TableHandle, expr: BooleanExpression, branch: str, source_keys: pa.Table, names: Sequence[str]
 ) -> tuple[int | None, list[_Candidate]]:
     ref = branch if table.metadata.refs.get(branch) is not None else None
     scan = DataScan(table, filter=expr, ref=ref)
     snap = scan.snapshot
     if snap is None or isinstance(expr, AlwaysFalse):
         return (snap.snapshot_id if snap is not None else None), []
-    schema = table.schema()
+    schema = table.metadata.schema()
     meta = ("_pos", *LINEAGE_FIELDS) if table.metadata.tracks_row_lineage else ("_pos",)
     plan = ReadPlan(
         table_schema=schema,
@@ -208,7 +208,7 @@ def _with_lineage(rows: pa.Table, row_ids: pa.Array) -> pa.Table:
 
 
 def upsert_action(
-    table: Table,
+    table: TableHandle,
     data: pa.Table,
     join_cols: Sequence[str] | None,
     *,

@@ -1,8 +1,7 @@
 """Building the write actions behind ``table.append/add_files/overwrite/delete``.
 
 Data files are written before the commit (once, not per retry); the returned action then
-commits them and reports them through ``written_data_files`` so a failed commit can delete
-them. Row-level deletes plan against the branch's current snapshot and record it, so that
+commits them and reports them through ``written_files`` so a failed commit can delete them. Row-level deletes plan against the branch's current snapshot and record it, so that
 concurrent commits are validated per the isolation level (``actions.overwrite``).
 """
 
@@ -46,41 +45,43 @@ from firn.spec.table_metadata import TableMetadata
 from firn.spec.versions import MIN_FORMAT_VERSION_ROW_LEVEL_DELETES
 
 if TYPE_CHECKING:
-    from firn.table.table import Table
+    from firn.core.handle import TableHandle
 
 
-def _ref_or_none(table: Table, branch: str) -> str | None:
+def _ref_or_none(table: TableHandle, branch: str) -> str | None:
     return branch if table.metadata.refs.get(branch) is not None else None
 
 
-class _AppendWritten(AppendFiles):
-    def written_data_files(self) -> list[str]:
-        return [f.file_path for f in self.files]
-
-
 def append_action(
-    table: Table,
+    table: TableHandle,
     data: pa.Table,
     *,
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
+    stage_only: bool = False,
 ) -> AppendFiles | None:
     if not isinstance(data, pa.Table | pa.RecordBatch):
         raise ValidationError(f"append takes a pyarrow Table, got {type(data).__name__}")
     if data.num_rows == 0:
         return None
     files = write_data_files(table.io, table.metadata, data)
-    return _AppendWritten(files, branch=branch, snapshot_properties=snapshot_properties)
+    return AppendFiles(
+        files,
+        branch=branch,
+        snapshot_properties=snapshot_properties,
+        stage_only=stage_only,
+        written_files=[f.file_path for f in files],
+    )
 
 
-def _partition_from_bounds(spec: PartitionSpec, table: Table, f: DataFile) -> tuple[object, ...]:
+def _partition_from_bounds(spec: PartitionSpec, table: TableHandle, f: DataFile) -> tuple[object, ...]:
     """Infer a registered file's partition tuple from its column bounds (as PyIceberg and
     Spark's add_files do): each transform must map the lower and upper bound to the same value.
     Bounds say nothing about the values between them under a transform that does not preserve
     order (bucket), so there the bounds must be equal."""
     from firn.spec import values
 
-    schema = table.schema()
+    schema = table.metadata.schema()
     out: list[object] = []
     for pf in spec.fields:
         if pf.transform.is_void:
@@ -138,7 +139,7 @@ class _RegisterFiles(AppendFiles):
 
 
 def add_files_action(
-    table: Table,
+    table: TableHandle,
     paths: Sequence[str],
     *,
     branch: str = MAIN_BRANCH,
@@ -198,8 +199,8 @@ class RowDeletePlan:
     rewritten_files: list[DataFile] = field(default_factory=list)
 
 
-def _strict_partition(table: Table, expr: BooleanExpression) -> dict[int, PartitionEvaluator | None]:
-    schema = table.schema()
+def _strict_partition(table: TableHandle, expr: BooleanExpression) -> dict[int, PartitionEvaluator | None]:
+    schema = table.metadata.schema()
     out: dict[int, PartitionEvaluator | None] = {}
     for spec in table.metadata.partition_specs:
         if not spec.fields or partition_type_or_none(spec, schema) is None:
@@ -219,7 +220,7 @@ def _file_scoped_deletes(task: FileScanTask) -> list[DataFile]:
     return [d for d in task.delete_files if referenced_data_file_of(d) == task.file.file_path]
 
 
-def match_rows(table: Table, expr: BooleanExpression, branch: str) -> RowDeletePlan:
+def match_rows(table: TableHandle, expr: BooleanExpression, branch: str) -> RowDeletePlan:
     """Classify the files the filter may touch: wholly matching (removed), partially matching
     (with a mask of matching live rows and their positions), or untouched."""
     scan = DataScan(table, filter=expr, ref=_ref_or_none(table, branch))
@@ -227,7 +228,7 @@ def match_rows(table: Table, expr: BooleanExpression, branch: str) -> RowDeleteP
     plan = RowDeletePlan(snap.snapshot_id if snap is not None else None)
     if snap is None:
         return plan
-    schema = table.schema()
+    schema = table.metadata.schema()
     bound = bind(schema, expr)
     strict_metrics = StrictMetricsEvaluator(schema, expr)
     strict_parts = _strict_partition(table, expr)
@@ -270,14 +271,14 @@ def match_rows(table: Table, expr: BooleanExpression, branch: str) -> RowDeleteP
     return plan
 
 
-def _copy_on_write(table: Table, plan: RowDeletePlan) -> list[DataFile]:
+def _copy_on_write(table: TableHandle, plan: RowDeletePlan) -> list[DataFile]:
     """Rewrite partially matching files with their surviving rows (same spec and partition).
 
     Spec "Row Lineage": moved rows keep their non-null ``_row_id`` and, being unmodified, their
     ``_last_updated_sequence_number``; both are written into the new files (v3+).
     """
     added: list[DataFile] = []
-    schema = table.schema()
+    schema = table.metadata.schema()
     names = [f.name for f in schema.fields]
     try:
         for task, rows in plan.partial:
@@ -299,7 +300,7 @@ def _copy_on_write(table: Table, plan: RowDeletePlan) -> list[DataFile]:
 
 
 def delete_action(
-    table: Table,
+    table: TableHandle,
     filter: BooleanExpression | str,
     *,
     branch: str = MAIN_BRANCH,
@@ -348,7 +349,7 @@ def delete_action(
 
 
 def overwrite_action(
-    table: Table,
+    table: TableHandle,
     data: pa.Table,
     filter: BooleanExpression | str | None,
     *,

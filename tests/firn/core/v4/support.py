@@ -12,8 +12,8 @@ import pyarrow as pa
 import firn
 from firn.core.actions.append import AppendFiles
 from firn.core.actions.overwrite import OverwriteFiles
-from firn.core.commit import Transaction
 from firn.core.metadata_io import metadata_dir
+from firn.core.transaction import Transaction
 from firn.core.v4.reader import root_table
 from firn.core.writer import write_data_files
 from firn.deletes.bitmap import PositionBitmap

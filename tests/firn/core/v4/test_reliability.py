@@ -82,7 +82,7 @@ CRASHER = textwrap.dedent(
         # The root manifest and metadata file are written; the swap never happens.
         os.kill(os.getpid(), signal.SIGKILL)
 
-    cat.commit_table = die
+    cat.swap_metadata_location = die
     table.catalog = cat
     table.append(pa.table({"id": [999], "writer": [9]}, schema=pa.schema([("id", pa.int64()), ("writer", pa.int32())])))
     """
