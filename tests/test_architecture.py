@@ -31,7 +31,8 @@ def test_an_upward_import_inside_a_function_breaks_the_layers(tmp_path: Path) ->
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     target = tmp_path / "provider" / "firn" / "spec" / "types.py"
     target.write_text(
-        target.read_text() + "\n\ndef _upward() -> object:\n    from firn.catalog import sql\n\n    return sql\n"
+        target.read_text()
+        + "\n\ndef _upward() -> object:\n    from firn.catalog import sql\n\n    return sql\n"
     )
     result = _lint_imports(tmp_path)
     assert result.returncode != 0

@@ -9,7 +9,7 @@ Conflict validation (isolation levels) is a hook subclasses override.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from firn.core.commit import CommitContext
@@ -24,7 +24,7 @@ from firn.core.updates import (
     TableUpdate,
 )
 from firn.errors import ValidationError
-from firn.spec.content import DataFile, FileContent
+from firn.spec.content import FileContent
 from firn.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot, Summary, new_snapshot_id
 from firn.spec.table_metadata import TableMetadata, now_ms
 from firn.spec.versions import MIN_FORMAT_VERSION_ROW_LINEAGE
@@ -214,13 +214,8 @@ class SnapshotProducer:
         return self._written
 
 
-def ids_of(files: Iterable[DataFile]) -> set[str]:
-    return {f.file_path for f in files}
-
-
 __all__ = [
     "SnapshotProducer",
     "build_summary",
     "file_summary",
-    "ids_of",
 ]

@@ -46,7 +46,7 @@ ROWS_MIGHT_MATCH = True
 ROWS_CANNOT_MATCH = False
 
 
-class _Visitor(BoundPredicateVisitor[bool]):
+class _InclusiveMetricsVisitor(BoundPredicateVisitor[bool]):
     __slots__ = ("stats",)
 
     def __init__(self, stats: FileStats) -> None:
@@ -189,7 +189,7 @@ class InclusiveMetricsEvaluator:
             return self.include_empty_files
         if stats.record_count < 0:
             return ROWS_MIGHT_MATCH
-        return visit(self.expr, _Visitor(stats))
+        return visit(self.expr, _InclusiveMetricsVisitor(stats))
 
     __call__ = eval
 

@@ -34,7 +34,7 @@ ROWS_MIGHT_MATCH = True
 ROWS_CANNOT_MATCH = False
 
 
-class _Visitor(BoundPredicateVisitor[bool]):
+class _ManifestVisitor(BoundPredicateVisitor[bool]):
     def __init__(self, summaries: Sequence[PartitionFieldSummary], positions: dict[int, int]) -> None:
         self.summaries = summaries
         self.positions = positions
@@ -206,7 +206,7 @@ class ManifestEvaluator:
         """:meth:`eval` over a list of partition field summaries in spec order."""
         if isinstance(self.partition_filter, AlwaysTrue):
             return ROWS_MIGHT_MATCH
-        return visit(self.partition_filter, _Visitor(summaries, self._positions))
+        return visit(self.partition_filter, _ManifestVisitor(summaries, self._positions))
 
     __call__ = eval
 

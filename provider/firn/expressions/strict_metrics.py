@@ -39,7 +39,7 @@ ROWS_MUST_MATCH = True
 ROWS_MIGHT_NOT_MATCH = False
 
 
-class _Visitor(BoundPredicateVisitor[bool]):
+class _StrictMetricsVisitor(BoundPredicateVisitor[bool]):
     __slots__ = ("stats",)
 
     def __init__(self, stats: FileStats) -> None:
@@ -158,7 +158,7 @@ class StrictMetricsEvaluator:
             return ROWS_MUST_MATCH  # vacuously: an empty file has no non-matching row
         if stats.record_count < 0:
             return ROWS_MIGHT_NOT_MATCH  # unknown row count (imported v1 files)
-        return visit(self.expr, _Visitor(stats))
+        return visit(self.expr, _StrictMetricsVisitor(stats))
 
     __call__ = eval
 

@@ -17,8 +17,8 @@ from firn.core.commit import CommitContext
 from firn.core.producer import SnapshotProducer
 from firn.core.transaction import Transaction
 from firn.core.tree_types import PendingFiles, TreeResult
-from firn.core.v4.entries import carry_over
-from firn.core.v4.flush import FlushStats, decide, flush_root_table, root_counts
+from firn.core.v4.entries import root_for_next_snapshot
+from firn.core.v4.flush import FlushStats, flush_decision, flush_root_table, root_counts
 from firn.core.v4.reader import root_table
 from firn.core.v4.writer import root_location
 from firn.errors import Unsupported
@@ -94,7 +94,7 @@ class _FlushTree:
     ) -> TreeResult:
         from firn.manifests.v4_io import write_v4_manifest
 
-        root = carry_over(root_table(ctx.io, base, parent))
+        root = root_for_next_snapshot(root_table(ctx.io, base, parent))
         root, stats = flush_root_table(
             ctx.io,
             base,
@@ -143,8 +143,8 @@ class _FlushAction(SnapshotProducer):
 
     def apply(self, base: TableMetadata, ctx: CommitContext):  # type: ignore[no-untyped-def]
         parent = base.snapshot_for_ref(self.branch)
-        root = carry_over(root_table(ctx.io, base, parent))
-        if not decide(root_counts(root), base, force=self.force).any:
+        root = root_for_next_snapshot(root_table(ctx.io, base, parent))
+        if not flush_decision(root_counts(root), base, force=self.force).any:
             self.stats = FlushStats()
             return [], []
         return super().apply(base, ctx)
@@ -169,8 +169,8 @@ class FlushRoot:
     def plan(self) -> FlushRootPlan:
         md = self.table.metadata
         snap = md.snapshot_for_ref(self.branch)
-        counts = root_counts(carry_over(root_table(self.table.io, md, snap)))
-        d = decide(counts, md, force=self.force)
+        counts = root_counts(root_for_next_snapshot(root_table(self.table.io, md, snap)))
+        d = flush_decision(counts, md, force=self.force)
         p = md.table_properties
         return FlushRootPlan(
             table=self.table.name,

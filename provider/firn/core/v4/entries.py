@@ -66,7 +66,7 @@ def set_version_info(
     return table.set_column(table.schema.get_field_index("version_info"), "version_info", new_vi)
 
 
-def carry_over(root: pa.Table) -> pa.Table:
+def root_for_next_snapshot(root: pa.Table) -> pa.Table:
     """A new snapshot's view of its parent's root: DELETED entries dropped (they appear only in
     the snapshot that deletes) and ADDED entries become EXISTING (seed 004)."""
     if root.num_rows == 0:
@@ -215,7 +215,7 @@ def entries_table(md: TableMetadata, entries: list[ManifestEntry]) -> pa.Table:
 
 
 __all__ = [
-    "carry_over",
+    "root_for_next_snapshot",
     "entries_table",
     "leaf_location",
     "manifest_entry_for_leaf",

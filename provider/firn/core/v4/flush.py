@@ -76,7 +76,7 @@ class FlushDecision:
         return self.move_data or self.move_deletes or self.fold_manifest_dvs
 
 
-def decide(counts: RootCounts, md: TableMetadata, *, force: bool, factor: int = 1) -> FlushDecision:
+def flush_decision(counts: RootCounts, md: TableMetadata, *, force: bool, factor: int = 1) -> FlushDecision:
     p = md.table_properties
     if force:
         return FlushDecision(counts.data_files > 0, counts.delete_files > 0, counts.manifest_dvs > 0)
@@ -126,7 +126,7 @@ def flush_root_table(
     """Flush ``root`` (a carried-over root: no entries ADDED by this snapshot) into leaves."""
     stats = FlushStats()
     if decision is None:
-        decision = decide(root_counts(root), md, force=force)
+        decision = flush_decision(root_counts(root), md, force=force)
     if not decision.any:
         return root, stats
     target = md.table_properties.leaf_target_entries
@@ -337,7 +337,7 @@ __all__ = [
     "FlushStats",
     "RootCounts",
     "compact_manifests",
-    "decide",
+    "flush_decision",
     "flush_root_table",
     "root_counts",
 ]

@@ -32,7 +32,7 @@ from pyroaring import BitMap
 from firn.core.commit import CommitContext
 from firn.core.metadata_io import metadata_dir
 from firn.core.tree_types import PendingFiles, TreeResult
-from firn.core.v4.entries import carry_over, entries_table, leaf_location, set_version_info
+from firn.core.v4.entries import entries_table, leaf_location, root_for_next_snapshot, set_version_info
 from firn.core.v4.reader import (
     ManifestRef,
     live_mask,
@@ -344,7 +344,7 @@ class RootTreeWriter:
     ) -> TreeResult:
         md = base
         self._in_use = set()
-        root = carry_over(root_table(ctx.io, md, parent))
+        root = root_for_next_snapshot(root_table(ctx.io, md, parent))
         extra: dict[str, str] = {}
         if getattr(self.producer, "compact_manifests", False):
             from firn.core.v4.flush import compact_manifests
@@ -388,11 +388,11 @@ class RootTreeWriter:
             added_rows = 0
 
         # Writers flush synchronously only above a hard cap; flushing moves EXISTING entries only.
-        from firn.core.v4.flush import decide, flush_root_table, root_counts
+        from firn.core.v4.flush import flush_decision, flush_root_table, root_counts
 
         # The cap applies to the root this commit would write; only pre-existing entries move.
         after = pa.concat_tables([root, added]) if added is not None else root
-        decision = decide(
+        decision = flush_decision(
             root_counts(after), md, force=False, factor=md.table_properties.root_writer_flush_factor
         )
         if decision.any:
