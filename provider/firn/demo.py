@@ -110,7 +110,7 @@ def run_v4(catalog: Catalog) -> None:
         f"\nRoot flush, dry run: {plan.root_data_files} data files and {plan.root_delete_files} "
         f"DVs in the root would move into leaf manifests"
     )
-    result = flush.commit()
+    result = flush.run()
     after = table.scan().to_arrow().sort_by("id")
     flushed = table.current_snapshot()
     root_entries = flushed.summary.get("root-entries") if flushed is not None else "?"

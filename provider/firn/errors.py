@@ -48,6 +48,14 @@ class ValidationConflict(CommitConflict):
     """
 
 
+class StalePlan(ValidationConflict):
+    """A maintenance plan made earlier no longer matches the table: plan again."""
+
+
+class LeaseHeld(FirnError):
+    """Another maintenance run holds the table's maintenance lease."""
+
+
 class CommitStateUnknown(FirnError):
     """The catalog may or may not have applied the commit (e.g. the connection dropped).
 
@@ -77,11 +85,13 @@ __all__ = [
     "CommitStateUnknown",
     "FirnError",
     "InvalidMetadata",
+    "LeaseHeld",
     "NamespaceNotEmpty",
     "NoSuchNamespace",
     "NoSuchTable",
     "NoSuchView",
     "NotFound",
+    "StalePlan",
     "Unsupported",
     "ValidationConflict",
     "ValidationError",

@@ -6,7 +6,7 @@ INTERFACE — implementations live in ``firn.io.pyarrow_io`` (local, s3, gs, hdf
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Protocol, runtime_checkable
 
@@ -60,6 +60,11 @@ class OutputFile(Protocol):
 
 @runtime_checkable
 class FileIO(Protocol):
+    # The properties it was built from: ``load_file_io(properties, location)`` builds an
+    # equivalent FileIO in another process (maintenance work units rely on it).
+    @property
+    def properties(self) -> Mapping[str, str]: ...
+
     def new_input(self, location: str) -> InputFile: ...
 
     def new_output(self, location: str) -> OutputFile: ...

@@ -1,30 +1,34 @@
-"""Table maintenance: one planner per operation, plans that serialize to JSON, commits.
+"""Table maintenance: one planner per operation, plans that serialize to JSON, runners, commits.
 
 Reach it through ``table.maintenance``::
 
-    table.maintenance.flush_root().plan()      # dry run
-    table.maintenance.flush_root().commit()    # FlushRootResult
+    op = table.maintenance.flush_root(force=True)
+    print(op.plan())          # dry run: a frozen, JSON-serializable plan
+    result = op.run()         # work units on a runner, one commit; a typed result
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
+from firn.maintenance.base import (
+    MaintainedTable,
+    MaintenanceOperation,
+    MaintenancePlan,
+    MaintenanceResult,
+    Skipped,
+)
 from firn.maintenance.flush_root import FlushRoot, FlushRootPlan, FlushRootResult
+from firn.maintenance.runner import LocalRunner, Runner, WorkUnit
+from firn.maintenance.table_maintenance import TableMaintenance
 
-if TYPE_CHECKING:
-    from firn.core.handle import TableHandle
-
-
-class TableMaintenance:
-    """The ``table.maintenance`` namespace."""
-
-    def __init__(self, table: TableHandle) -> None:
-        self._table = table
-
-    def flush_root(self, *, force: bool = False, affiliate: bool = True) -> FlushRoot:
-        """Move root entries of a V4 table into leaf manifests (thresholds: ``commit.root.*``)."""
-        return FlushRoot(self._table, force=force, affiliate=affiliate)
-
-
-__all__ = ["FlushRoot", "FlushRootPlan", "FlushRootResult", "TableMaintenance"]
+__all__ = [
+    "FlushRoot",
+    "FlushRootPlan",
+    "FlushRootResult",
+    "LocalRunner",
+    "MaintainedTable",
+    "MaintenanceOperation",
+    "MaintenancePlan",
+    "MaintenanceResult",
+    "Runner",
+    "Skipped",
+    "TableMaintenance",
+    "WorkUnit",
+]

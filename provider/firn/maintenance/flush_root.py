@@ -1,17 +1,17 @@
-"""Root flush for V4 tables: planner -> JSON-serializable plan -> commit (DESIGN "Maintenance").
+"""Root flush for V4 tables (seed 004 "root flush"): move root entries into leaf manifests.
 
-``table.maintenance.flush_root().plan()`` is a dry run: what would move given the
-``commit.root.*`` thresholds (or everything with ``force=True``). ``.commit()`` writes the
-leaves and a new root in one ``replace`` snapshot and returns a :class:`FlushRootResult`.
-Concurrent commits are handled by re-planning on the refreshed root at each retry; a flush
-changes no table data, so it never conflicts with them.
+``table.maintenance.flush_root().plan()`` is the dry run: what would move given the
+``commit.root.*`` thresholds (or everything with ``force=True``). ``.run()`` writes the leaves
+and a new root in one ``replace`` snapshot and returns a :class:`FlushRootResult`. Concurrent
+commits are handled by re-planning on the refreshed root at each retry; a flush changes no
+table data, so it never conflicts with them.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 from firn.core.commit import CommitContext
 from firn.core.producer import SnapshotProducer
@@ -22,20 +22,49 @@ from firn.core.v4.flush import FlushStats, flush_decision, flush_root_table, roo
 from firn.core.v4.reader import root_table
 from firn.core.v4.writer import root_location
 from firn.errors import Unsupported
+from firn.maintenance.base import (
+    MaintainedTable,
+    MaintenanceOperation,
+    MaintenancePlan,
+    MaintenanceResult,
+    plan_identity,
+)
+from firn.maintenance.options import Option, options_of
+from firn.maintenance.runner import UnitResult
+from firn.spec.properties import (
+    ROOT_MAX_BYTES,
+    ROOT_MAX_DATA_FILES,
+    ROOT_MAX_DELETE_VECTORS,
+    ROOT_MAX_MANIFEST_DVS,
+)
 from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
 from firn.spec.table_metadata import TableMetadata
 
-if TYPE_CHECKING:
-    from firn.core.handle import TableHandle
+
+@dataclass(frozen=True, kw_only=True)
+class FlushRootResult(MaintenanceResult):
+    """What a committed flush did."""
+
+    OPERATION: ClassVar[str] = "flush_root"
+
+    data_files_moved: int = 0
+    delete_files_moved: int = 0
+    manifest_dvs_folded: int = 0
+    entries_rewritten: int = 0
+    leaves_written: int = 0
+    bytes_written: int = 0
+
+    @property
+    def entries_moved(self) -> int:
+        return self.data_files_moved + self.delete_files_moved
 
 
-@dataclass(frozen=True)
-class FlushRootPlan:
-    """What a flush would do, from the current root (JSON-serializable)."""
+@dataclass(frozen=True, kw_only=True)
+class FlushRootPlan(MaintenancePlan[FlushRootResult]):
+    """What a flush would do, from the current root."""
 
-    table: str
-    snapshot_id: int | None
-    force: bool
+    OPERATION: ClassVar[str] = "flush_root"
+
     root_data_files: int
     root_delete_files: int
     root_manifest_dvs: int
@@ -50,32 +79,47 @@ class FlushRootPlan:
     def is_noop(self) -> bool:
         return not (self.move_data_files or self.move_delete_files or self.fold_manifest_dvs)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "is_noop": self.is_noop}
+    def describe(self) -> str:
+        t = self.thresholds
+        lines = [
+            f"  root: {self.root_data_files} data files, {self.root_delete_files} delete files, "
+            f"{self.root_manifest_dvs} manifest DVs, {self.root_data_manifests} data and "
+            f"{self.root_delete_manifests} delete manifests",
+            f"  thresholds: {t.get(ROOT_MAX_DATA_FILES)} data files, {t.get(ROOT_MAX_DELETE_VECTORS)} DVs, "
+            f"{t.get(ROOT_MAX_MANIFEST_DVS)} manifest DVs, {t.get(ROOT_MAX_BYTES)} bytes"
+            + (" (forced)" if self.options.get("force") else ""),
+        ]
+        moves = [
+            name
+            for name, flag in (
+                ("data files into leaves", self.move_data_files),
+                ("delete files into leaves", self.move_delete_files),
+                ("manifest DVs into rewritten leaves", self.fold_manifest_dvs),
+            )
+            if flag
+        ]
+        if moves:
+            lines.append("  would move " + "; ".join(moves))
+        return "\n".join(lines)
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
-
-
-@dataclass(frozen=True)
-class FlushRootResult:
-    """What a committed flush did."""
-
-    table: str
-    snapshot_id: int | None
-    data_files_moved: int
-    delete_files_moved: int
-    manifest_dvs_folded: int
-    entries_rewritten: int
-    leaves_written: int
-    bytes_written: int
-
-    @property
-    def entries_moved(self) -> int:
-        return self.data_files_moved + self.delete_files_moved
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def commit(self, table: MaintainedTable, results: Sequence[UnitResult]) -> FlushRootResult:
+        action = _FlushAction(
+            force=bool(self.options.get("force", False)),
+            affiliate=bool(self.options.get("affiliate", True)),
+            branch=str(self.options.get("branch", MAIN_BRANCH)),
+        )
+        committed = Transaction(table).add_action(action).commit()
+        s = action.stats
+        return FlushRootResult(
+            table=self.table,
+            snapshot_id=committed.snapshot.snapshot_id if committed.snapshot is not None else None,
+            data_files_moved=s.data_files_moved,
+            delete_files_moved=s.delete_files_moved,
+            manifest_dvs_folded=s.manifest_dvs_folded,
+            entries_rewritten=s.entries_rewritten,
+            leaves_written=len(s.leaves),
+            bytes_written=s.bytes_written,
+        )
 
 
 class _FlushTree:
@@ -150,32 +194,38 @@ class _FlushAction(SnapshotProducer):
         return super().apply(base, ctx)
 
 
-class FlushRoot:
-    """``table.maintenance.flush_root(...)``: plan (dry run) or commit a root flush."""
+class FlushRoot(MaintenanceOperation[FlushRootPlan, FlushRootResult]):
+    """``table.maintenance.flush_root(force=False, affiliate=True, branch="main")``."""
 
-    def __init__(
-        self, table: TableHandle, *, force: bool = False, affiliate: bool = True, branch: str = MAIN_BRANCH
-    ) -> None:
+    OPERATION = "flush_root"
+    OPTIONS = options_of(
+        Option("force", "bool", "move every root entry, whatever the commit.root.* thresholds"),
+        Option("affiliate", "bool", "write delete manifests affiliated with one data manifest"),
+        Option("branch", "str", "the branch whose root to flush (default main)"),
+    )
+
+    def __init__(self, table: MaintainedTable, **options: object) -> None:
+        super().__init__(table, **options)
         if not table.metadata.uses_root_manifest:
             raise Unsupported(
-                f"{table.name} is format version {table.metadata.format_version}; root flush needs a V4 table "
-                "(table.upgrade(format_version=4))"
+                f"{table.name} is format version {table.metadata.format_version}; root flush needs a "
+                "V4 table (table.upgrade(format_version=4))"
             )
-        self.table = table
-        self.force = force
-        self.affiliate = affiliate
-        self.branch = branch
 
     def plan(self) -> FlushRootPlan:
         md = self.table.metadata
-        snap = md.snapshot_for_ref(self.branch)
+        branch = str(self.options.get("branch", MAIN_BRANCH))
+        force = bool(self.options.get("force", False))
+        snap = md.snapshot_for_ref(branch)
         counts = root_counts(root_for_next_snapshot(root_table(self.table.io, md, snap)))
-        d = flush_decision(counts, md, force=self.force)
+        d = flush_decision(counts, md, force=force)
         p = md.table_properties
         return FlushRootPlan(
-            table=self.table.name,
-            snapshot_id=snap.snapshot_id if snap else None,
-            force=self.force,
+            **plan_identity(
+                self.table,
+                snap.snapshot_id if snap else None,
+                {"force": force, "affiliate": bool(self.options.get("affiliate", True)), "branch": branch},
+            ),
             root_data_files=counts.data_files,
             root_delete_files=counts.delete_files,
             root_manifest_dvs=counts.manifest_dvs,
@@ -185,26 +235,11 @@ class FlushRoot:
             move_delete_files=d.move_deletes,
             fold_manifest_dvs=d.fold_manifest_dvs,
             thresholds={
-                "commit.root.max-data-files": p.root_max_data_files,
-                "commit.root.max-delete-vectors": p.root_max_delete_vectors,
-                "commit.root.max-manifest-dvs": p.root_max_manifest_dvs,
-                "commit.root.max-bytes": p.root_max_bytes,
+                ROOT_MAX_DATA_FILES: p.root_max_data_files,
+                ROOT_MAX_DELETE_VECTORS: p.root_max_delete_vectors,
+                ROOT_MAX_MANIFEST_DVS: p.root_max_manifest_dvs,
+                ROOT_MAX_BYTES: p.root_max_bytes,
             },
-        )
-
-    def commit(self) -> FlushRootResult:
-        action = _FlushAction(force=self.force, affiliate=self.affiliate, branch=self.branch)
-        result = Transaction(self.table).add_action(action).commit()
-        s = action.stats
-        return FlushRootResult(
-            table=self.table.name,
-            snapshot_id=result.snapshot_id if s.leaves or s.manifest_dvs_folded else None,
-            data_files_moved=s.data_files_moved,
-            delete_files_moved=s.delete_files_moved,
-            manifest_dvs_folded=s.manifest_dvs_folded,
-            entries_rewritten=s.entries_rewritten,
-            leaves_written=len(s.leaves),
-            bytes_written=s.bytes_written,
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -307,6 +308,10 @@ class Table:
         return Transaction(self, autocommit=True).manage_snapshots()
 
     # -- maintenance and change detection ------------------------------------------------------
+    def maintenance_lease(self, operation: str) -> contextlib.AbstractContextManager[object]:
+        """The table's maintenance lease, held while a maintenance run works."""
+        return contextlib.nullcontext()
+
     @property
     def maintenance(self) -> TableMaintenance:
         """Maintenance operations (``flush_root``, ...), each with ``plan()`` and ``run()``."""

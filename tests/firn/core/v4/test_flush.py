@@ -23,13 +23,13 @@ def test_plan_is_a_json_dry_run_and_honours_thresholds(tmp_path: Path) -> None:
     plan = t.maintenance.flush_root().plan()
     assert plan.root_data_files == 3 and not plan.move_data_files and plan.is_noop
     before = t.current_snapshot().snapshot_id
-    result = t.maintenance.flush_root().commit()
+    result = t.maintenance.flush_root().run()
     assert result.snapshot_id is None and t.current_snapshot().snapshot_id == before  # no-op commits nothing
     commit_append(t, data_files(t, lb, ["D3"], start_id=3))
     plan = t.maintenance.flush_root().plan()
     assert plan.move_data_files and plan.root_data_files == 4
     assert json.loads(plan.to_json())["thresholds"]["commit.root.max-data-files"] == 3
-    result = t.maintenance.flush_root().commit()
+    result = t.maintenance.flush_root().run()
     assert result.data_files_moved == 4 and result.leaves_written == 1 and result.bytes_written > 0
     root = _root(t)
     assert [(r["content_type"], r["version_info"]["status"]) for r in root] == [(3, 0)]
@@ -89,7 +89,7 @@ def test_large_manifest_dv_goes_to_puffin(tmp_path: Path) -> None:
     live = [r for r in _root(t) if r["content_type"] == 5 and r["version_info"]["status"] != 2]
     assert len(live) == 1 and live[0]["record_count"] == 4
     assert ids(t) == [4, 5]
-    t.maintenance.flush_root(force=True).commit()
+    t.maintenance.flush_root(force=True).run()
     assert ids(t) == [4, 5]
 
 
@@ -103,7 +103,7 @@ def test_flush_moves_root_deletes_and_keeps_results(tmp_path: Path) -> None:
     assert ids(t) == [1]
     plan = t.maintenance.flush_root(force=True).plan()
     assert plan.move_data_files and plan.move_delete_files
-    res = t.maintenance.flush_root(force=True).commit()
+    res = t.maintenance.flush_root(force=True).run()
     assert res.data_files_moved == 2 and res.delete_files_moved == 1
     kinds = sorted(r["content_type"] for r in _root(t))
     assert kinds == [3, 4]

@@ -88,12 +88,12 @@ def test_flush_affiliates_delete_manifests_and_planning_reads_them_with_their_da
     low = data_files(t, lb, [f"L{i}" for i in range(5)], start_id=0)
     high = data_files(t, lb, [f"H{i}" for i in range(5)], start_id=1000)
     commit_append(t, low)
-    t.maintenance.flush_root(force=True).commit()  # leaf for the low ids
+    t.maintenance.flush_root(force=True).run()  # leaf for the low ids
     commit_append(t, high)
     dvs = [dv_for(t, lb, f, [0], f"DV{f.file_path[-12:]}") for f in (low[0], high[0])]
     commit_change(t, add_deletes=dvs)
     assert ids(t) == [1, 2, 3, 4, 1001, 1002, 1003, 1004]
-    t.maintenance.flush_root(force=True).commit()
+    t.maintenance.flush_root(force=True).run()
     root = read_v4_manifest(t.io, t.current_snapshot().root_manifest).to_pylist()
     data_manifests = {r["location"] for r in root if r["content_type"] == FileContent.DATA_MANIFEST}
     delete_manifests = [r for r in root if r["content_type"] == FileContent.DELETE_MANIFEST]

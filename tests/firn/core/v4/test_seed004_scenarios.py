@@ -238,7 +238,7 @@ def test_combining_an_existing_manifest_dv_with_its_target(tmp_path: Path) -> No
     commit_append(t, [d1, d2, d3])
     commit_change(t, remove=[d2])
     assert tree(t, lb)["root"] == [("M1", "EXISTING"), ("MDV(M1)", "ADDED")]
-    result = t.maintenance.flush_root(force=True).commit()
+    result = t.maintenance.flush_root(force=True).run()
     assert result.manifest_dvs_folded == 1 and result.leaves_written == 1
     s = tree(t, lb)
     assert s["root"] == [("M2", "EXISTING")]

@@ -91,7 +91,7 @@ def test_manifest_dv_applies_to_a_legacy_manifest_and_flush_rewrites_it(tmp_path
     assert _rows(t) == expected
     (change,) = t.changes(t.metadata.snapshot_log[-2].snapshot_id)
     assert sorted(f.record_count for f in change.removed_data_files) == [1, 1, 1]
-    result = t.maintenance.flush_root(force=True).commit()
+    result = t.maintenance.flush_root(force=True).run()
     assert result.manifest_dvs_folded == len(mdvs)
     root = read_v4_manifest(t.io, t.current_snapshot().root_manifest).to_pylist()
     assert not [r for r in root if r["content_type"] == 5]
@@ -110,7 +110,7 @@ def test_upgrade_with_deletion_vectors_reads_identically(tmp_path: Path) -> None
     assert _rows(t) == before
     t.append(pa.table({"id": [7], "region": ["us"], "ts": [dt.datetime(2024, 3, 1)]}, schema=SCHEMA))
     assert _rows(t) == sorted([*before, (7, "us", dt.datetime(2024, 3, 1))])
-    t.maintenance.flush_root(force=True).commit()
+    t.maintenance.flush_root(force=True).run()
     assert _rows(t) == sorted([*before, (7, "us", dt.datetime(2024, 3, 1))])
 
 

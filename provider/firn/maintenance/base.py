@@ -1,0 +1,237 @@
+"""One shape for every maintenance operation (DESIGN "Maintenance", STYLE 7):
+
+``table.maintenance.<op>(**options)`` is an operation; ``.plan()`` is the dry run, a frozen
+:class:`MaintenancePlan` that serializes to JSON; ``.run(runner=None)`` executes the plan's
+work units through a :class:`~firn.maintenance.runner.Runner` and commits on the driver,
+returning a typed, JSON-serializable :class:`MaintenanceResult`. A plan made earlier or
+elsewhere runs with ``plan.execute(table, runner)``, which re-validates it against the table
+as it is now and refuses a stale plan (:class:`~firn.errors.StalePlan`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
+
+from firn.core.handle import TableHandle
+from firn.errors import StalePlan, ValidationError
+from firn.maintenance.options import Option, parse_options
+from firn.maintenance.runner import LocalRunner, Runner, UnitFunction, UnitResult, WorkUnit, local_io
+from firn.maintenance.serde import from_jsonable, to_jsonable
+
+
+class MaintainedTable(TableHandle, Protocol):
+    """A table as maintenance sees it: the core's handle plus the per-table maintenance lease
+    (implemented by the ``Table`` front object over its catalog)."""
+
+    def maintenance_lease(self, operation: str) -> contextlib.AbstractContextManager[object]:
+        """Hold the table's maintenance lease while the block runs (``LeaseHeld`` if another
+        run holds it)."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Skipped:
+    """Something an operation left alone, and why (a file group below ``min-input-files``,
+    a file referenced by a snapshot still retained, ...)."""
+
+    item: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaintenanceResult:
+    """What a run did. ``snapshot_id`` is the snapshot it committed (None: no commit)."""
+
+    OPERATION: ClassVar[str] = ""
+
+    table: str
+    snapshot_id: int | None = None
+    duration_ms: int = 0
+    skipped: tuple[Skipped, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"operation": self.OPERATION}
+        out.update(to_jsonable(self))
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        body = {k: v for k, v in data.items() if k != "operation"}
+        return from_jsonable(cls, body, where=f"{cls.__name__} result")
+
+
+_PLAN_TYPES: dict[str, type[MaintenancePlan]] = {}
+
+R = TypeVar("R", bound=MaintenanceResult)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaintenancePlan(ABC, Generic[R]):
+    """A frozen, JSON-serializable plan: what an operation would do to the table as planned.
+
+    ``metadata_location`` / ``snapshot_id`` identify the table state it was planned on and
+    ``options`` the option values it used (table-property defaults resolved).
+    """
+
+    OPERATION: ClassVar[str] = ""
+
+    table: str
+    table_uuid: str
+    metadata_location: str
+    snapshot_id: int | None
+    options: dict[str, Any]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.OPERATION:
+            _PLAN_TYPES[cls.OPERATION] = cls
+
+    # -- JSON --------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"operation": self.OPERATION}
+        out.update(to_jsonable(self))
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> MaintenancePlan[Any]:
+        """The plan ``data`` describes (its ``operation`` picks the plan type)."""
+        operation = data.get("operation")
+        cls = _PLAN_TYPES.get(str(operation))
+        if cls is None:
+            raise ValidationError(
+                f"not a maintenance plan: operation {operation!r}; known: {sorted(_PLAN_TYPES)}"
+            )
+        body = {k: v for k, v in data.items() if k != "operation"}
+        return from_jsonable(cls, body, where=f"{operation} plan")
+
+    @staticmethod
+    def from_json(text: str) -> MaintenancePlan[Any]:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValidationError(f"a maintenance plan must be JSON: {e}") from e
+        if not isinstance(data, dict):
+            raise ValidationError("a maintenance plan must be a JSON object")
+        return MaintenancePlan.from_dict(data)
+
+    # -- what subclasses provide ----------------------------------------------------------------
+    @property
+    @abstractmethod
+    def is_noop(self) -> bool:
+        """Nothing to do: running the plan commits nothing."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Human-readable lines: what would change, and what is left alone and why."""
+
+    def units(self, table: MaintainedTable, io_ref: str) -> list[WorkUnit]:
+        """The plan's work units (run through a runner before the commit); none by default."""
+        return []
+
+    def unit_function(self) -> UnitFunction | None:
+        """The module-level function that executes the plan's work units (None: no units)."""
+        return None
+
+    def validate(self, table: MaintainedTable) -> None:
+        """Refuse a stale plan: the table must be the one planned on, and the snapshot planned
+        on must still exist. Operations add their own checks (files still live, ...)."""
+        md = table.metadata
+        if str(md.table_uuid) != self.table_uuid:
+            raise StalePlan(
+                f"{self.OPERATION} plan for {self.table} was made for table UUID {self.table_uuid}; "
+                f"{table.name} is now {md.table_uuid} (dropped and re-created?); plan again"
+            )
+        if self.snapshot_id is not None and md.snapshot_by_id(self.snapshot_id) is None:
+            raise StalePlan(
+                f"{self.OPERATION} plan for {self.table} was made on snapshot {self.snapshot_id}, "
+                "which has been expired since; plan again"
+            )
+
+    @abstractmethod
+    def commit(self, table: MaintainedTable, results: Sequence[UnitResult]) -> R:
+        """Commit what the units produced (or, without units, the plan itself) on the driver."""
+
+    # -- running -------------------------------------------------------------------------------------
+    def execute(self, table: MaintainedTable, runner: Runner | None = None) -> R:
+        """Run the plan on ``table`` (re-validated first) and commit; see the module docstring."""
+        started = time.monotonic()
+        with table.maintenance_lease(self.OPERATION):
+            table.refresh()
+            self.validate(table)
+            results: list[UnitResult] = []
+            with local_io(table.io) as io_ref:
+                units = self.units(table, io_ref)
+                if units:
+                    fn = self.unit_function()
+                    if fn is None:
+                        raise ValidationError(f"{self.OPERATION} plan has work units but no unit function")
+                    results = (runner or LocalRunner()).map(fn, units)
+            result = self.commit(table, results)
+        return dataclasses.replace(result, duration_ms=int((time.monotonic() - started) * 1000))
+
+    def __str__(self) -> str:
+        state = f"snapshot {self.snapshot_id}" if self.snapshot_id is not None else "an empty table"
+        head = f"{self.OPERATION} on {self.table} ({state})" + (": nothing to do" if self.is_noop else "")
+        body = self.describe()
+        return head + ("\n" + body if body else "")
+
+
+P = TypeVar("P", bound=MaintenancePlan[Any])
+
+
+class MaintenanceOperation(ABC, Generic[P, R]):
+    """``table.maintenance.<op>(**options)``: options parsed now, ``plan()`` / ``run()`` later."""
+
+    OPERATION: ClassVar[str] = ""
+    OPTIONS: ClassVar[dict[str, Option]] = {}
+
+    def __init__(self, table: MaintainedTable, **options: object) -> None:
+        self.table = table
+        self.options = parse_options(self.OPERATION, self.OPTIONS, options)
+
+    @abstractmethod
+    def plan(self) -> P:
+        """The dry run: what would be done, from the table as it is now. Nothing is written."""
+
+    def run(self, runner: Runner | None = None) -> R:
+        """Plan, execute the work units (``runner``: default a local thread pool) and commit."""
+        result: R = self.plan().execute(self.table, runner)
+        return result
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.table.name!r}, {self.options!r})"
+
+
+def plan_identity(table: TableHandle, snapshot_id: int | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The common fields of a plan for ``table`` planned on ``snapshot_id``."""
+    md = table.metadata
+    return {
+        "table": table.name,
+        "table_uuid": str(md.table_uuid),
+        "metadata_location": table.metadata_location,
+        "snapshot_id": snapshot_id,
+        "options": dict(options),
+    }
+
+
+__all__ = [
+    "MaintainedTable",
+    "MaintenanceOperation",
+    "MaintenancePlan",
+    "MaintenanceResult",
+    "Skipped",
+    "plan_identity",
+]
