@@ -142,7 +142,8 @@ class MaintenancePlan(ABC, Generic[R]):
         return []
 
     def unit_function(self) -> UnitFunction | None:
-        """The module-level function that executes the plan's work units (None: no units)."""
+        """The module-level function that executes the plan's work units, before and after the
+        commit (dispatching on the unit's ``kind``); None when there are none."""
         return None
 
     def validate(self, table: MaintainedTable) -> None:
@@ -164,6 +165,15 @@ class MaintenancePlan(ABC, Generic[R]):
     def commit(self, table: MaintainedTable, results: Sequence[UnitResult]) -> R:
         """Commit what the units produced (or, without units, the plan itself) on the driver."""
 
+    def cleanup_units(self, table: MaintainedTable, result: R, io_ref: str) -> list[WorkUnit]:
+        """Work units to run after the commit landed (e.g. deleting files no snapshot reaches
+        any more); none by default. They run through the same runner."""
+        return []
+
+    def finish(self, result: R, cleanup: Sequence[UnitResult]) -> R:
+        """The final result, given what the cleanup units reported."""
+        return result
+
     # -- running -------------------------------------------------------------------------------------
     def execute(self, table: MaintainedTable, runner: Runner | None = None) -> R:
         """Run the plan on ``table`` (re-validated first) and commit; see the module docstring."""
@@ -171,16 +181,21 @@ class MaintenancePlan(ABC, Generic[R]):
         with table.maintenance_lease(self.OPERATION):
             table.refresh()
             self.validate(table)
-            results: list[UnitResult] = []
+            runner = runner or LocalRunner()
             with local_io(table.io) as io_ref:
-                units = self.units(table, io_ref)
-                if units:
-                    fn = self.unit_function()
-                    if fn is None:
-                        raise ValidationError(f"{self.OPERATION} plan has work units but no unit function")
-                    results = (runner or LocalRunner()).map(fn, units)
-            result = self.commit(table, results)
+                results = self._run_units(runner, self.units(table, io_ref))
+                result = self.commit(table, results)
+                cleanup = self._run_units(runner, self.cleanup_units(table, result, io_ref))
+                result = self.finish(result, cleanup)
         return dataclasses.replace(result, duration_ms=int((time.monotonic() - started) * 1000))
+
+    def _run_units(self, runner: Runner, units: list[WorkUnit]) -> list[UnitResult]:
+        if not units:
+            return []
+        fn = self.unit_function()
+        if fn is None:
+            raise ValidationError(f"{self.OPERATION} plan has work units but no unit function")
+        return runner.map(fn, units)
 
     def __str__(self) -> str:
         state = f"snapshot {self.snapshot_id}" if self.snapshot_id is not None else "an empty table"
