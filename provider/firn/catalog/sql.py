@@ -10,7 +10,8 @@ It uses exactly the tables of Iceberg Java's ``JdbcCatalog`` (V1 schema) and PyI
                                   property_value)
 
 Catalogs created by older Java versions lack ``iceberg_type`` (the "V0" schema); Firn then
-works without it, or adds it when ``sql.schema-version=v1`` is set.
+works without it (and without views), or adds it when ``sql.schema-version=v1`` is set. Views
+are rows with ``iceberg_type = 'VIEW'`` (:mod:`firn.catalog.sql_views`).
 
 The commit is one statement, the spec's check-and-put ("Metastore Tables")::
 
@@ -49,7 +50,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from firn.catalog.base_catalog import BaseCatalog
+from firn.catalog.sql_views import SqlViewsMixin
 from firn.errors import (
     AlreadyExists,
     CommitConflict,
@@ -140,7 +141,7 @@ def _is_lock_conflict(error: BaseException) -> bool:
     return getattr(orig, "sqlstate", None) in _PG_ABORT_STATES
 
 
-class SqlCatalog(BaseCatalog):
+class SqlCatalog(SqlViewsMixin):
     """A catalog in SQL tables shared with Iceberg Java's JDBC catalog and PyIceberg.
 
     ``uri`` is a SQLAlchemy URL: ``sqlite:///path/catalog.db`` or
