@@ -74,6 +74,13 @@ class SqlViewsMixin(ViewCatalogMixin):
                 "sql.schema-version=v1 to add the column (Iceberg Java: jdbc.schema-version=V1)"
             )
 
+    def _check_view_row(self, ns: str, name: str) -> None:
+        from firn.catalog.sql import MAX_NAME_LENGTH
+
+        self._require_view_support(f"store view '{ns}.{name}'")
+        self._check_lengths("namespace", ns, MAX_NAME_LENGTH)
+        self._check_lengths("view name", name, MAX_NAME_LENGTH)
+
     def _views_only(self) -> sa.ColumnElement[bool]:
         from firn.catalog.sql import VIEW_TYPE, iceberg_tables
 

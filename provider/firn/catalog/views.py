@@ -33,6 +33,7 @@ from firn.errors import (
     NoSuchNamespace,
     NoSuchView,
     NotFound,
+    Unsupported,
     ValidationConflict,
     ValidationError,
 )
@@ -64,6 +65,9 @@ class ViewCatalogMixin(BaseCatalog):
     # -- helpers -------------------------------------------------------------------------------
     def _view_parts(self, identifier: IdentifierLike) -> tuple[Identifier, str, str]:
         return self._table(identifier)
+
+    def _check_view_row(self, ns: str, name: str) -> None:
+        """Refuse a namespace or name the backend cannot store, before any file is written."""
 
     def _require_view_location(self, ns: Identifier, ns_str: str, name: str) -> str:
         location = self._view_get(ns_str, name)
@@ -113,6 +117,7 @@ class ViewCatalogMixin(BaseCatalog):
             raise NoSuchNamespace(
                 f"cannot create view {self._fmt(ident)!r}: namespace {ns_str!r} does not exist"
             )
+        self._check_view_row(ns_str, name)
         self._check_name_free(ns, ns_str, name, "create view")
         representations = sql_representations(sql, dialect)
         view_location = normalize_location(location) if location else self.default_table_location(ident)
@@ -129,8 +134,9 @@ class ViewCatalogMixin(BaseCatalog):
         write_view_metadata(self._io, metadata, metadata_location)
         try:
             self._view_insert(ns_str, name, metadata_location)
-        except FirnError:
-            # Nothing references the file: the row was not inserted.
+        except (AlreadyExists, Unsupported, ValidationError):
+            # The row was certainly not inserted, so nothing references the file. (After
+            # other errors the insert may have landed: the file is kept.)
             self._io.delete(metadata_location)
             raise
         return self._make_view(ident, metadata, metadata_location)
@@ -166,6 +172,7 @@ class ViewCatalogMixin(BaseCatalog):
             raise NoSuchNamespace(
                 f"cannot register view {self._fmt(ident)!r}: namespace {ns_str!r} does not exist"
             )
+        self._check_view_row(ns_str, name)
         self._check_name_free(ns, ns_str, name, "register view")
         metadata = read_view_metadata(self._io, metadata_location)
         self._view_insert(ns_str, name, metadata_location)
@@ -354,6 +361,7 @@ class ViewCatalogMixin(BaseCatalog):
                 f"cannot rename view {self._fmt(src_ns, src_name)!r}: namespace {dst_str!r} does not exist"
             )
         self._require_view_location(src_ns, src_str, src_name)
+        self._check_view_row(dst_str, dst_name)
         self._check_name_free(dst_ns, dst_str, dst_name, "rename view to")
         self._view_rename(src_str, src_name, dst_str, dst_name)
         return self.load_view((*dst_ns, dst_name))
