@@ -323,7 +323,7 @@ class ViewCatalogMixin(BaseCatalog):
         if purge:
             try:
                 metadata = read_view_metadata(self._io, location)
-            except (NotFound, InvalidMetadata) as e:
+            except (NotFound, InvalidMetadata, Unsupported) as e:
                 logger.warning("purging view %s without readable metadata (%s)", self._fmt(ident), e)
         if not self._view_delete(ns_str, name):
             raise NoSuchView(f"view {self._fmt(ident)!r} does not exist in catalog {self._name!r}")

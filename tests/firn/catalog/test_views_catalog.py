@@ -308,6 +308,12 @@ def test_damaged_metadata_names_the_file(cat: ViewCatalogMixin) -> None:
         cat.load_view("db.v")
     with pytest.raises(InvalidMetadata, match=broken):
         cat.replace_view("db.v", SCHEMA, "SELECT 2")
-    # A dropped view's damaged metadata does not block the drop.
+    # A view's damaged or unsupported metadata does not block dropping it.
     cat.drop_view("db.v", purge=True)
     assert not cat.view_exists("db.v")
+    future = cat.create_view("db.f", SCHEMA, "SELECT 1")
+    newer = f"{future.location}/metadata/00001-v2.metadata.json"
+    cat.io.new_output(newer).write(b'{"view-uuid": "x", "format-version": 2}')
+    cat.commit_view("db.f", future.metadata_location, newer)
+    cat.drop_view("db.f", purge=True)
+    assert not cat.view_exists("db.f") and not cat.io.new_input(newer).exists()

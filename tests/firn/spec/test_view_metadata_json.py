@@ -267,11 +267,12 @@ def test_invalid_content_names_the_file(mutate: Any, message: str) -> None:
         (b"", "not valid JSON"),
         (b'{"view-uuid": ', "not valid JSON"),
         (b"\x1f\x8b\x08\x00garbage", "not valid JSON"),
-        (gzip.compress(SPEC_APPENDIX_A_CREATE.encode())[:40], "not valid JSON"),
+        (gzip.compress(SPEC_APPENDIX_A_CREATE.encode(), mtime=0)[:40], "not valid JSON"),
         (b"\xff\xfe{}", "not valid JSON"),
         (b"[1, 2]", "must be a JSON object, got list"),
         (b'"text"', "must be a JSON object, got str"),
     ],
+    ids=["empty", "truncated", "bad-gzip", "cut-gzip", "not-utf8", "list", "string"],
 )
 def test_corrupt_files(data: bytes, message: str) -> None:
     with pytest.raises(InvalidMetadata, match=rf"^{FILE}: .*{message}"):
