@@ -11,7 +11,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from firn.catalog.base_catalog import BaseCatalog
+from firn.catalog.memory_views import MemoryViewsMixin
 from firn.errors import AlreadyExists, CommitConflict, NoSuchTable
 from firn.io.base import FileIO
 from firn.io.memory import InMemoryFileIO
@@ -25,7 +25,7 @@ class _TableRow:
     previous_metadata_location: str | None = None
 
 
-class InMemoryCatalog(BaseCatalog):
+class InMemoryCatalog(MemoryViewsMixin):
     """Thread-safe dict-backed catalog with the same errors and rules as ``SqlCatalog``."""
 
     def __init__(
@@ -45,9 +45,10 @@ class InMemoryCatalog(BaseCatalog):
         self._lock = threading.RLock()
         self._namespaces: dict[str, dict[str, str]] = {}
         self._tables: dict[tuple[str, str], _TableRow] = {}
+        self._views: dict[tuple[str, str], str] = {}  # view pointers (firn.catalog.memory_views)
 
     def _all_namespace_strings(self) -> set[str]:
-        return set(self._namespaces) | {ns for ns, _ in self._tables}
+        return set(self._namespaces) | {ns for ns, _ in self._tables} | {ns for ns, _ in self._views}
 
     # -- namespaces ----------------------------------------------------------------------------
     def _ns_exists(self, ns: str) -> bool:
@@ -64,7 +65,7 @@ class InMemoryCatalog(BaseCatalog):
 
     def _ns_entries(self, ns: str) -> list[str]:
         with self._lock:
-            return [name for n, name in self._tables if n == ns]
+            return [name for n, name in (*self._tables, *self._views) if n == ns]
 
     def _ns_load(self, ns: str) -> dict[str, str]:
         with self._lock:
@@ -89,7 +90,8 @@ class InMemoryCatalog(BaseCatalog):
 
     # -- tables --------------------------------------------------------------------------------
     def _tbl_names(self, ns: str) -> list[str]:
-        return self._ns_entries(ns)  # no views here yet
+        with self._lock:
+            return [name for n, name in self._tables if n == ns]
 
     def _tbl_get(self, ns: str, name: str) -> str | None:
         with self._lock:
@@ -98,8 +100,8 @@ class InMemoryCatalog(BaseCatalog):
 
     def _tbl_insert(self, ns: str, name: str, metadata_location: str) -> None:
         with self._lock:
-            if (ns, name) in self._tables:
-                raise AlreadyExists(f"table '{ns}.{name}' already exists in catalog {self.name!r}")
+            if self._name_taken(ns, name):
+                raise AlreadyExists(f"a table or view '{ns}.{name}' already exists in catalog {self.name!r}")
             self._tables[(ns, name)] = _TableRow(metadata_location)
 
     def _tbl_delete(self, ns: str, name: str) -> bool:
@@ -108,8 +110,10 @@ class InMemoryCatalog(BaseCatalog):
 
     def _tbl_rename(self, src_ns: str, src_name: str, dst_ns: str, dst_name: str) -> None:
         with self._lock:
-            if (dst_ns, dst_name) in self._tables:
-                raise AlreadyExists(f"table '{dst_ns}.{dst_name}' already exists in catalog {self.name!r}")
+            if self._name_taken(dst_ns, dst_name):
+                raise AlreadyExists(
+                    f"a table or view '{dst_ns}.{dst_name}' already exists in catalog {self.name!r}"
+                )
             row = self._tables.pop((src_ns, src_name), None)
             if row is None:
                 raise NoSuchTable(f"table '{src_ns}.{src_name}' does not exist in catalog {self.name!r}")

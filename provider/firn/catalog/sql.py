@@ -10,7 +10,8 @@ It uses exactly the tables of Iceberg Java's ``JdbcCatalog`` (V1 schema) and PyI
                                   property_value)
 
 Catalogs created by older Java versions lack ``iceberg_type`` (the "V0" schema); Firn then
-works without it, or adds it when ``sql.schema-version=v1`` is set.
+works without it (and without views), or adds it when ``sql.schema-version=v1`` is set. Views
+are rows with ``iceberg_type = 'VIEW'`` (:mod:`firn.catalog.sql_views`).
 
 The commit is one statement, the spec's check-and-put ("Metastore Tables")::
 
@@ -49,7 +50,20 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from firn.catalog.base_catalog import BaseCatalog
+from firn.catalog.sql_schema import (
+    ICEBERG_TABLES,
+    MAX_LOCATION_LENGTH,
+    MAX_NAME_LENGTH,
+    NAMESPACE_PROPERTIES,
+    SCHEMA,
+    TABLE_TYPE,
+    VIEW_TYPE,
+    WRITE_OPTION,
+    iceberg_tables,
+    is_lock_conflict,
+    namespace_properties,
+)
+from firn.catalog.sql_views import SqlViewsMixin
 from firn.errors import (
     AlreadyExists,
     CommitConflict,
@@ -62,34 +76,6 @@ from firn.io.base import FileIO
 from firn.io.pyarrow_io import parse_bool
 
 logger = logging.getLogger(__name__)
-
-# -- the shared schema (Iceberg Java JdbcCatalog V1 / PyIceberg SqlCatalog) --------------------
-ICEBERG_TABLES = "iceberg_tables"
-NAMESPACE_PROPERTIES = "iceberg_namespace_properties"
-TABLE_TYPE = "TABLE"
-VIEW_TYPE = "VIEW"
-MAX_NAME_LENGTH = 255  # VARCHAR(255): catalog, namespace, table name, property key
-MAX_LOCATION_LENGTH = 1000  # VARCHAR(1000): metadata locations, property values
-
-_SCHEMA = sa.MetaData()
-iceberg_tables = sa.Table(
-    ICEBERG_TABLES,
-    _SCHEMA,
-    sa.Column("catalog_name", sa.String(255), primary_key=True, nullable=False),
-    sa.Column("table_namespace", sa.String(255), primary_key=True, nullable=False),
-    sa.Column("table_name", sa.String(255), primary_key=True, nullable=False),
-    sa.Column("metadata_location", sa.String(1000), nullable=True),
-    sa.Column("previous_metadata_location", sa.String(1000), nullable=True),
-    sa.Column("iceberg_type", sa.String(5), nullable=True),
-)
-namespace_properties = sa.Table(
-    NAMESPACE_PROPERTIES,
-    _SCHEMA,
-    sa.Column("catalog_name", sa.String(255), primary_key=True, nullable=False),
-    sa.Column("namespace", sa.String(255), primary_key=True, nullable=False),
-    sa.Column("property_key", sa.String(255), primary_key=True, nullable=False),
-    sa.Column("property_value", sa.String(1000), nullable=False),
-)
 
 # -- properties --------------------------------------------------------------------------------
 URI = "uri"
@@ -104,11 +90,6 @@ POOL_PRE_PING = "sql.pool-pre-ping"
 
 _JOURNAL_MODES = frozenset({"wal", "delete", "truncate", "persist", "memory", "off"})
 _SYNCHRONOUS = frozenset({"off", "normal", "full", "extra", "0", "1", "2", "3"})
-_WRITE = "firn_write"  # execution option: start the transaction with BEGIN IMMEDIATE (SQLite)
-# Driver errors that mean "the transaction was aborted, nothing applied": SQLite busy/locked,
-# Postgres serialization failure, deadlock, lock not available.
-_SQLITE_LOCK_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-_PG_ABORT_STATES = frozenset({"40001", "40P01", "55P03"})
 
 
 def normalize_sql_uri(uri: str) -> URL:
@@ -128,19 +109,7 @@ def _escape_like(value: str) -> str:
     return value.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
-def _is_lock_conflict(error: BaseException) -> bool:
-    """True for errors after which the database guarantees the transaction did not commit."""
-    orig = getattr(error, "orig", error)
-    if isinstance(orig, sqlite3.OperationalError):
-        code = getattr(orig, "sqlite_errorcode", None)
-        if code is not None:
-            return (code & 0xFF) in _SQLITE_LOCK_CODES
-        text = str(orig).lower()
-        return "locked" in text or "busy" in text
-    return getattr(orig, "sqlstate", None) in _PG_ABORT_STATES
-
-
-class SqlCatalog(BaseCatalog):
+class SqlCatalog(SqlViewsMixin):
     """A catalog in SQL tables shared with Iceberg Java's JDBC catalog and PyIceberg.
 
     ``uri`` is a SQLAlchemy URL: ``sqlite:///path/catalog.db`` or
@@ -239,7 +208,7 @@ class SqlCatalog(BaseCatalog):
                 cur.close()
 
         def on_begin(conn: Connection) -> None:
-            mode = "IMMEDIATE" if conn.get_execution_options().get(_WRITE) else "DEFERRED"
+            mode = "IMMEDIATE" if conn.get_execution_options().get(WRITE_OPTION) else "DEFERRED"
             conn.exec_driver_sql(f"BEGIN {mode}")
 
         event.listen(engine, "connect", on_connect)
@@ -268,7 +237,7 @@ class SqlCatalog(BaseCatalog):
     def _create_tables(self) -> None:
         try:
             with self._write() as conn:
-                _SCHEMA.create_all(conn, checkfirst=True)
+                SCHEMA.create_all(conn, checkfirst=True)
         except (OperationalError, ProgrammingError, IntegrityError):
             # Another process may have created them at the same moment; that is fine.
             if not {ICEBERG_TABLES, NAMESPACE_PROPERTIES} <= set(sa.inspect(self._engine).get_table_names()):
@@ -278,7 +247,7 @@ class SqlCatalog(BaseCatalog):
     def _write(self) -> Iterator[Connection]:
         """A connection in a write transaction (BEGIN IMMEDIATE on SQLite), committed on exit."""
         with self._engine.connect() as conn:
-            conn.execution_options(**{_WRITE: True})
+            conn.execution_options(**{WRITE_OPTION: True})
             with conn.begin():
                 yield conn
 
@@ -291,9 +260,7 @@ class SqlCatalog(BaseCatalog):
             raise
         except SQLAlchemyError as e:
             detail = getattr(e, "orig", None) or e
-            hint = (
-                " (the database stayed locked longer than the busy timeout)" if _is_lock_conflict(e) else ""
-            )
+            hint = " (the database stayed locked longer than the busy timeout)" if is_lock_conflict(e) else ""
             raise FirnError(f"catalog {self.name!r} ({self.url}): {action} failed: {detail}{hint}") from e
 
     def _check_lengths(self, what: str, value: str, limit: int) -> None:
@@ -472,7 +439,7 @@ class SqlCatalog(BaseCatalog):
             raise self._not_applied(ident, "connect", e) from e
         with conn:
             try:
-                conn.execution_options(**{_WRITE: True})
+                conn.execution_options(**{WRITE_OPTION: True})
                 trans = conn.begin()
                 matched = conn.execute(stmt).rowcount
             except SQLAlchemyError as e:
@@ -482,7 +449,7 @@ class SqlCatalog(BaseCatalog):
                 try:
                     trans.commit()
                 except Exception as e:
-                    if _is_lock_conflict(e):
+                    if is_lock_conflict(e):
                         raise CommitConflict(
                             f"commit of table {ident!r} aborted by the database ({e}); nothing was applied"
                         ) from e
@@ -506,7 +473,7 @@ class SqlCatalog(BaseCatalog):
     def _not_applied(self, ident: str, step: str, error: SQLAlchemyError) -> FirnError:
         """The error for a swap that certainly did not happen."""
         detail = getattr(error, "orig", None) or error
-        transient = _is_lock_conflict(error) or (
+        transient = is_lock_conflict(error) or (
             not self._is_sqlite
             and (
                 isinstance(error, OperationalError)
