@@ -7,6 +7,13 @@ Airflow discovers it through the ``apache_airflow_provider`` entry point
 
 from __future__ import annotations
 
-from firn import __version__
+from importlib.metadata import PackageNotFoundError, version
+
+# Read from the distribution's metadata rather than by importing firn: Airflow imports this
+# package (through get_provider_info) in every process that discovers providers.
+try:
+    __version__ = version("airflow-provider-firn")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    __version__ = "0.0.0"
 
 __all__ = ["__version__"]
