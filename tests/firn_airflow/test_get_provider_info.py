@@ -67,6 +67,3 @@ def test_airflow_providers_list_shows_the_provider(airflow_home: Path) -> None:
     out = airflow_cli("providers", "list", "--output", "json").stdout
     providers = {p["package_name"]: p for p in json.loads(out[out.index("[") :])}
     assert providers["airflow-provider-firn"]["version"] == get_provider_info()["versions"][0]
-    hooks = airflow_cli("providers", "hooks", "--output", "json").stdout
-    by_type = {h["connection_type"]: h for h in json.loads(hooks[hooks.index("[") :])}
-    assert by_type["firn"]["class"] == "firn_airflow.hooks.firn.FirnHook"

@@ -21,6 +21,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
@@ -89,8 +90,17 @@ class CatalogConfig:
 
     @property
     def display_uri(self) -> str:
-        """The catalog URI with any password replaced by ``***``."""
-        return self.redact(self.uri)
+        """The catalog URI with its password (if any) replaced by ``***``."""
+        parts = urlsplit(self.uri)
+        try:
+            password = parts.password
+        except ValueError:
+            return self.redact(self.uri)
+        if not password:
+            return self.uri
+        userinfo, _, hostport = parts.netloc.rpartition("@")
+        user = userinfo.partition(":")[0]
+        return urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
 
     def redact(self, text: str) -> str:
         """``text`` with every secret of this connection replaced by ``***``."""
@@ -196,11 +206,11 @@ def catalog_config(conn: ConnectionLike) -> CatalogConfig:
         raise FirnConnectionError(
             f"connection {conn_id!r} has no catalog URI: set its host, e.g. sqlite:///warehouse/catalog.db"
         )
+    for url_password in _url_passwords(host):
+        if url_password not in secrets:
+            secrets.append(url_password)
+            mask_secret(url_password)
     uri = _merge_credentials(conn_id, host, conn.login, conn.password)
-    url_password = _url_password(uri)
-    if url_password and url_password not in secrets:
-        secrets.append(url_password)
-        mask_secret(url_password)
     warehouse = _extra(extra, EXTRA_WAREHOUSE)
     name = _extra(extra, EXTRA_CATALOG_NAME) or DEFAULT_CATALOG_NAME
     return CatalogConfig(
@@ -218,16 +228,13 @@ def _is_secret_property(key: str) -> bool:
     return key in _SECRET_PROPERTIES or any(word in lowered for word in _SECRET_WORDS)
 
 
-def _url_password(uri: str) -> str | None:
-    if uri.split(":", 1)[0].split("+", 1)[0].lower() not in _SQL_SCHEMES:
-        return None
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
+def _url_passwords(uri: str) -> list[str]:
+    """The password of ``scheme://user:password@host/...`` as written and percent-decoded."""
     try:
-        return make_url(uri).password
-    except (ArgumentError, ValueError):
-        return None
+        raw = urlsplit(uri).password
+    except ValueError:
+        return []
+    return [p for p in dict.fromkeys((raw, unquote(raw) if raw else None)) if p]
 
 
 def _with_context(error: FirnError, where: str, config: CatalogConfig | None) -> FirnError:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,11 +23,26 @@ def test_airflow_plugins_lists_the_view(airflow_home: Path) -> None:
     plugin = plugins[PLUGIN_NAME]
     assert plugin["source"] == "$PLUGINS_FOLDER/firn_table_health.py"
     assert plugin["fastapi_apps"] == [
-        {"app": "fastapi.applications.FastAPI", "url_prefix": URL_PREFIX, "name": "Firn table health"}
+        {
+            "app": "firn_airflow.health_view.plugin.LazyHealthViewApp",
+            "url_prefix": URL_PREFIX,
+            "name": "Firn table health",
+        }
     ]
     (view,) = plugin["external_views"]
     assert view["href"] == f"{URL_PREFIX}/" and view["destination"] == "nav"
     assert (REPO / "plugins" / "firn_table_health.py").is_file()
+
+
+def test_loading_the_plugin_imports_no_api_server_modules() -> None:
+    # Task processes load plugins for their macros: the view's app is built on first request.
+    code = (
+        "import sys, airflow.sdk; import firn_airflow.health_view.plugin as p; "
+        "assert 'airflow.api_fastapi.core_api.security' not in sys.modules, 'security'; "
+        "assert 'firn_airflow.health_view.app' not in sys.modules, 'app'; "
+        "assert 'firn' not in sys.modules, 'firn'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ))
 
 
 def test_api_server_mounts_the_view_and_requires_a_user(
