@@ -6,7 +6,14 @@ STAMP := $(VENV)/.installed
 
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: demo test lint typecheck bench clean
+# `make airflow`: Airflow on this machine (SQLite, one process per component) with this repo's
+# dags/ and plugins/, its state under .airflow/, and firn_default on the demo warehouse.
+AIRFLOW_DIR := $(CURDIR)/.airflow
+WAREHOUSE := $(CURDIR)/warehouse
+FIRN_DEFAULT_CONN := {"conn_type": "firn", "host": "sqlite:///$(WAREHOUSE)/catalog.db", "extra": {"warehouse": "$(WAREHOUSE)"}}
+SPARK_DEFAULT_CONN := {"conn_type": "spark", "host": "local[2]", "extra": {"deploy-mode": "client"}}
+
+.PHONY: demo test lint typecheck bench clean airflow
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,9 +24,21 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m firn.demo
 
+airflow: $(STAMP)
+	mkdir -p $(AIRFLOW_DIR) $(WAREHOUSE)
+	AIRFLOW_HOME=$(AIRFLOW_DIR) \
+	AIRFLOW__CORE__DAGS_FOLDER=$(CURDIR)/dags \
+	AIRFLOW__CORE__PLUGINS_FOLDER=$(CURDIR)/plugins \
+	AIRFLOW__CORE__LOAD_EXAMPLES=False \
+	AIRFLOW__CORE__TEST_CONNECTION=Enabled \
+	AIRFLOW_CONN_FIRN_DEFAULT='$(FIRN_DEFAULT_CONN)' \
+	AIRFLOW_CONN_SPARK_DEFAULT='$(SPARK_DEFAULT_CONN)' \
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+	$(VENV)/bin/airflow standalone
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check provider tests bench
-	$(VENV)/bin/ruff format --check provider tests bench
+	$(VENV)/bin/ruff check provider tests bench plugins
+	$(VENV)/bin/ruff format --check provider tests bench plugins
 	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
@@ -29,4 +48,4 @@ test: $(STAMP) lint typecheck
 	$(PY) -m pytest -n 2 -q tests
 
 clean:
-	rm -rf $(VENV) warehouse .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) warehouse .airflow test-artifacts .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,203 @@
+"""What the table-health view shows, gathered from a catalog and from Airflow's asset events.
+
+* **Health now**: ``table.health()`` and ``table.maintenance.recommend()`` (issue 11), reached
+  only through the two adapters :func:`table_health` and :func:`table_recommendations`, so a
+  Firn build without them gives the page a clear message instead of an error.
+* **History from metadata**: one point per snapshot of the current branch, oldest first, with
+  the spec's summary totals (Appendix F: ``total-data-files``, ``total-delete-files``,
+  ``total-position-deletes``, ...) and V4's ``root-entries``.
+* **History from maintenance**: the asset events of ``firn://<conn_id>/<ns>/<table>``; the
+  maintenance operators put ``operation``, ``result`` and ``health`` into each event's
+  ``extra`` (:mod:`firn_airflow.constants`). Events are read with the API server's own database
+  session, as the view is served inside the API server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from firn.errors import FirnError, Unsupported
+from firn_airflow.assets import table_asset_uri
+from firn_airflow.constants import CONN_TYPE, EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from firn.catalog.base import Catalog
+    from firn.table.table import Table
+
+# Snapshot-summary totals charted over time (Iceberg spec Appendix F; root-entries is V4's).
+SUMMARY_TOTALS: dict[str, str] = {
+    "records": "total-records",
+    "data_files": "total-data-files",
+    "delete_files": "total-delete-files",
+    "position_deletes": "total-position-deletes",
+    "equality_deletes": "total-equality-deletes",
+    "files_size": "total-files-size",
+    "root_entries": "root-entries",
+}
+
+MAX_EVENTS = 200
+
+
+# -- adapters onto issue 11's interfaces --------------------------------------------------------
+def table_health(table: Table) -> dict[str, Any]:
+    """ADAPTER: ``table.health().to_dict()``; :class:`~firn.errors.Unsupported` when the Firn
+    build has no ``Table.health`` yet."""
+    health = getattr(table, "health", None)
+    if health is None:
+        raise Unsupported(f"table {table.name}: this Firn version has no table.health()")
+    result: dict[str, Any] = health().to_dict()
+    return result
+
+
+def table_recommendations(table: Table) -> list[dict[str, Any]]:
+    """ADAPTER: ``[r.to_dict() for r in table.maintenance.recommend()]``; Unsupported when the
+    Firn build has no ``recommend()`` yet."""
+    recommend = getattr(table.maintenance, "recommend", None)
+    if recommend is None:
+        raise Unsupported(f"table {table.name}: this Firn version has no table.maintenance.recommend()")
+    return [r.to_dict() for r in recommend()]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A value or the error that prevented it (shown on the page instead of failing it)."""
+
+    value: Any = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, fn: Any, *args: Any) -> Outcome:
+        try:
+            return cls(value=fn(*args))
+        except FirnError as e:
+            return cls(error=str(e))
+
+
+# -- catalog ------------------------------------------------------------------------------------
+def all_tables(catalog: Catalog) -> list[str]:
+    """Every table of every namespace (nested ones too), as sorted dotted names."""
+    names: list[str] = []
+    pending: list[tuple[str, ...]] = list(catalog.list_namespaces())
+    while pending:
+        ns = pending.pop()
+        names.extend(".".join(ident) for ident in catalog.list_tables(ns))
+        pending.extend(catalog.list_namespaces(ns))
+    return sorted(names)
+
+
+def snapshot_history(table: Table) -> list[dict[str, Any]]:
+    """One entry per snapshot of the current branch, oldest first: id, time, operation, the
+    summary totals, and how many snapshots the metadata holds up to that time."""
+    md = table.metadata
+    lineage = []
+    snap = md.current_snapshot()
+    seen: set[int] = set()
+    while snap is not None and snap.snapshot_id not in seen:
+        seen.add(snap.snapshot_id)
+        lineage.append(snap)
+        snap = md.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id is not None else None
+    times = sorted(s.timestamp_ms for s in md.snapshots)
+    out = []
+    for s in reversed(lineage):
+        entry: dict[str, Any] = {
+            "snapshot_id": s.snapshot_id,
+            "timestamp_ms": s.timestamp_ms,
+            "operation": s.summary.operation.value,
+            "snapshots": sum(1 for t in times if t <= s.timestamp_ms),
+        }
+        for key, prop in SUMMARY_TOTALS.items():
+            entry[key] = _int_or_none(s.summary.get(prop))
+        out.append(entry)
+    return out
+
+
+def _int_or_none(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+# -- Airflow: connections and asset events (API server process only) ---------------------------
+def firn_connection_ids(session: Session) -> list[str]:
+    """Ids of ``firn`` connections in the metadata database and in ``AIRFLOW_CONN_*`` variables."""
+    from airflow.models.connection import Connection
+    from sqlalchemy import select
+
+    ids = set(session.scalars(select(Connection.conn_id).where(Connection.conn_type == CONN_TYPE)))
+    ids.update(_env_connection_ids(os.environ))
+    return sorted(ids)
+
+
+def _env_connection_ids(environ: Mapping[str, str]) -> Iterable[str]:
+    for key, value in environ.items():
+        if not key.startswith("AIRFLOW_CONN_"):
+            continue
+        conn_id = key[len("AIRFLOW_CONN_") :].lower()
+        text = value.strip()
+        if text.startswith("{"):
+            try:
+                conn_type = json.loads(text).get("conn_type")
+            except (json.JSONDecodeError, AttributeError):
+                continue
+        else:
+            conn_type = text.split(":", 1)[0]
+        if conn_type == CONN_TYPE:
+            yield conn_id
+
+
+def maintenance_events(
+    session: Session, conn_id: str, table: str, limit: int = MAX_EVENTS
+) -> list[dict[str, Any]]:
+    """The table asset's events, oldest first (at most ``limit``, the newest ones)."""
+    from airflow.models.asset import AssetEvent, AssetModel
+    from sqlalchemy import select
+
+    uri = table_asset_uri(conn_id, table)
+    rows = session.execute(
+        select(AssetEvent)
+        .join(AssetModel, AssetEvent.asset_id == AssetModel.id)
+        .where(AssetModel.uri == uri)
+        .order_by(AssetEvent.timestamp.desc(), AssetEvent.id.desc())
+        .limit(limit)
+    ).scalars()
+    events = []
+    for ev in rows:
+        extra = ev.extra if isinstance(ev.extra, dict) else {}
+        result = extra.get(EVENT_RESULT) if isinstance(extra.get(EVENT_RESULT), dict) else None
+        health = extra.get(EVENT_HEALTH) if isinstance(extra.get(EVENT_HEALTH), dict) else None
+        operation = extra.get(EVENT_OPERATION) or (result or {}).get("operation")
+        events.append(
+            {
+                "timestamp_ms": int(ev.timestamp.timestamp() * 1000),
+                "operation": operation,
+                "dag_id": ev.source_dag_id,
+                "run_id": ev.source_run_id,
+                "task_id": ev.source_task_id,
+                "result": result,
+                "health": health,
+            }
+        )
+    events.reverse()
+    return events
+
+
+__all__ = [
+    "MAX_EVENTS",
+    "SUMMARY_TOTALS",
+    "Outcome",
+    "all_tables",
+    "firn_connection_ids",
+    "maintenance_events",
+    "snapshot_history",
+    "table_health",
+    "table_recommendations",
+]

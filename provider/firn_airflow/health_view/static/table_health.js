@@ -1,0 +1,258 @@
+// Firn table-health page: fetches the plugin's JSON routes (relative URLs, so the page works
+// under any mount prefix) and draws the charts with the vendored uPlot.
+"use strict";
+
+(function () {
+  const COLORS = ["#1f77b4", "#d62728"];
+  const OVERVIEW_FIELDS = [
+    "snapshots", "data_files", "small_files", "deletion_vectors", "delete_ratio", "root_entries",
+  ];
+  const params = new URLSearchParams(window.location.search);
+  const state = { conn: params.get("conn_id") || "", table: params.get("table") || "", plots: [] };
+
+  function el(tag, attrs, children) {
+    const node = document.createElement(tag);
+    Object.entries(attrs || {}).forEach(([k, v]) => {
+      if (k === "text") node.textContent = v;
+      else if (k === "class") node.className = v;
+      else node.setAttribute(k, v);
+    });
+    (children || []).forEach((c) => node.appendChild(c));
+    return node;
+  }
+
+  function fmtBytes(n) {
+    const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
+    return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
+  }
+
+  function fmtDuration(ms) {
+    const s = ms / 1000;
+    if (s < 120) return `${s.toFixed(0)} s`;
+    if (s < 7200) return `${(s / 60).toFixed(0)} min`;
+    if (s < 172800) return `${(s / 3600).toFixed(1)} h`;
+    return `${(s / 86400).toFixed(1)} d`;
+  }
+
+  // Formats a value by what its field name says it is (ids, times, ages, sizes, counts).
+  function fmtField(name, value) {
+    if (typeof value !== "number") return fmt(value);
+    if (name === "snapshot_id") return String(value);
+    if (name === "measured_at_ms" || name === "last_commit_ms") {
+      return new Date(value).toISOString().replace("T", " ").slice(0, 19);
+    }
+    if (name.endsWith("_age_ms") || name === "duration_ms") return fmtDuration(value);
+    if (name.endsWith("_bytes") || name === "bytes") return fmtBytes(value);
+    return fmt(value);
+  }
+
+  function fmt(value) {
+    if (value === null || value === undefined) return "–";
+    if (typeof value === "number") {
+      return Number.isInteger(value) ? value.toLocaleString("en-US") : value.toFixed(3);
+    }
+    if (typeof value === "object") return JSON.stringify(value);
+    return String(value);
+  }
+
+  function setStatus(text, pageState) {
+    document.getElementById("status").textContent = text;
+    if (pageState) document.body.dataset.state = pageState;
+  }
+
+  async function getJSON(url) {
+    const response = await fetch(url, { credentials: "same-origin" });
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      throw new Error(body.detail ? String(body.detail) : `${response.status} ${response.statusText}`);
+    }
+    return body;
+  }
+
+  function recommendationNames(recs) {
+    if (recs.error) return [el("span", { class: "error", text: "unavailable" })];
+    if (!recs.value || recs.value.length === 0) return [el("span", { text: "nothing due" })];
+    return recs.value.map((r) => el("span", { class: "badge", text: r.operation }));
+  }
+
+  async function loadConnections() {
+    const body = await getJSON("api/connections");
+    const select = document.getElementById("conn");
+    const ids = body.connections.slice();
+    if (!state.conn) state.conn = ids.includes(body.default) || ids.length === 0 ? body.default : ids[0];
+    if (!ids.includes(state.conn)) ids.unshift(state.conn);
+    select.replaceChildren(...ids.map((id) => el("option", { value: id, text: id })));
+    select.value = state.conn;
+  }
+
+  function renderOverview(body) {
+    const tbody = document.querySelector("#tables tbody");
+    tbody.replaceChildren();
+    body.tables.forEach((row) => {
+      const cells = [el("td", { text: row.table })];
+      if (row.error) {
+        cells.push(el("td", { class: "text error", colspan: "8", text: row.error }));
+      } else {
+        const health = row.health.value || {};
+        cells.push(el("td", { text: `v${row.format_version}` }));
+        OVERVIEW_FIELDS.forEach((f) => cells.push(el("td", { text: row.health.error ? "?" : fmtField(f, health[f]) })));
+        cells.push(el("td", { class: "text" }, recommendationNames(row.recommendations)));
+      }
+      const tr = el("tr", { "data-table": row.table }, cells);
+      tr.addEventListener("click", () => {
+        selectTable(row.table).catch((err) => setStatus(`Error: ${err.message}`, "error"));
+      });
+      tbody.appendChild(tr);
+    });
+  }
+
+  function renderMetrics(health) {
+    const box = document.getElementById("metrics");
+    if (health.error) {
+      box.replaceChildren(el("p", { class: "error", text: `Health unavailable: ${health.error}` }));
+      return;
+    }
+    box.replaceChildren(
+      ...Object.entries(health.value).map(([name, value]) =>
+        el("div", { class: "metric" }, [
+          el("div", { class: "name", text: name }),
+          el("div", { class: "value", text: fmtField(name, value) }),
+        ]),
+      ),
+    );
+  }
+
+  function renderCharts(charts) {
+    state.plots.forEach((p) => p.destroy());
+    state.plots = [];
+    const box = document.getElementById("charts");
+    box.replaceChildren();
+    let drawn = 0;
+    charts.forEach((chart) => {
+      const holder = el("div", { class: "chart", "data-chart": chart.id });
+      box.appendChild(holder);
+      if (chart.series.length === 0 || chart.x.length === 0) {
+        holder.appendChild(el("div", { class: "empty", text: `${chart.title}: no data for this table` }));
+        return;
+      }
+      const series = [{}].concat(
+        chart.series.map((s, i) => ({
+          label: s.label,
+          stroke: COLORS[i % COLORS.length],
+          width: 2,
+          spanGaps: true,
+          paths: s.kind === "points" ? () => null : undefined,
+          points: { show: s.kind === "points" || chart.x.length < 3, size: 8, fill: COLORS[i % COLORS.length] },
+        })),
+      );
+      const width = Math.max(320, holder.clientWidth - 8);
+      const plot = new uPlot(
+        { title: chart.title, width: width, height: 220, scales: { x: { time: true } }, series: series },
+        [chart.x].concat(chart.series.map((s) => s.values)),
+        holder,
+      );
+      state.plots.push(plot);
+      drawn += 1;
+    });
+    document.body.dataset.charts = String(drawn);
+  }
+
+  function renderRecommendations(recs) {
+    const box = document.getElementById("recommendations");
+    if (recs.error) {
+      box.replaceChildren(el("p", { class: "error", text: `Unavailable: ${recs.error}` }));
+    } else if (recs.value.length === 0) {
+      box.replaceChildren(el("p", { text: "Nothing is due." }));
+    } else {
+      box.replaceChildren(
+        el(
+          "ul",
+          { class: "recs" },
+          recs.value.map((r) =>
+            el("li", {}, [
+              el("strong", { text: r.operation }),
+              el("span", { text: ` — ${r.reason}` }),
+              el("span", { class: "meta", text: r.estimate ? `  (estimate: ${fmt(r.estimate)})` : "" }),
+            ]),
+          ),
+        ),
+      );
+    }
+  }
+
+  function renderEvents(events) {
+    const box = document.getElementById("events");
+    if (events.length === 0) {
+      box.replaceChildren(el("p", { text: "No maintenance has been recorded for this table's asset yet." }));
+      return;
+    }
+    const head = el("tr", {}, ["When", "Operation", "Dag / run / task", "Result", "Data files", "Small files"].map(
+      (h) => el("th", { text: h }),
+    ));
+    const rows = events.slice().reverse().map((e) => {
+      const health = e.health || {};
+      const result = e.result
+        ? Object.entries(e.result)
+          .filter(([k, v]) => typeof v === "number" && k !== "snapshot_id")
+          .map(([k, v]) => `${k}=${fmtField(k, v)}`)
+          .join(", ")
+        : "–";
+      return el("tr", {}, [
+        el("td", { text: new Date(e.timestamp_ms).toISOString().replace("T", " ").slice(0, 19) }),
+        el("td", { class: "text", text: e.operation || "–" }),
+        el("td", { class: "text", text: [e.dag_id, e.run_id, e.task_id].filter(Boolean).join(" / ") || "–" }),
+        el("td", { class: "text", text: result }),
+        el("td", { text: fmt(health.data_files) }),
+        el("td", { text: fmt(health.small_files) }),
+      ]);
+    });
+    box.replaceChildren(el("table", { class: "grid" }, [el("thead", {}, [head]), el("tbody", {}, rows)]));
+  }
+
+  async function selectTable(name) {
+    state.table = name;
+    document.querySelectorAll("#tables tbody tr").forEach((tr) => {
+      tr.classList.toggle("selected", tr.dataset.table === name);
+    });
+    setStatus(`Loading ${name}…`, "loading");
+    const url = `api/tables/${encodeURIComponent(name)}?conn_id=${encodeURIComponent(state.conn)}`;
+    const body = await getJSON(url);
+    document.getElementById("detail").hidden = false;
+    document.getElementById("detail-title").textContent = body.table;
+    document.getElementById("detail-meta").textContent =
+      `format v${body.format_version} · ${body.snapshots.length} snapshots on the current branch · asset ${body.asset_uri}`;
+    renderMetrics(body.health);
+    renderCharts(body.charts);
+    renderRecommendations(body.recommendations);
+    renderEvents(body.events);
+    setStatus(`Connection ${state.conn}: ${body.table}`, "ready");
+  }
+
+  async function load() {
+    try {
+      setStatus("Loading…", "loading");
+      await loadConnections();
+      const body = await getJSON(`api/tables?conn_id=${encodeURIComponent(state.conn)}`);
+      renderOverview(body);
+      if (body.tables.length === 0) {
+        document.getElementById("detail").hidden = true;
+        setStatus(`Catalog ${body.catalog} (${body.catalog_uri}) has no tables.`, "ready");
+        return;
+      }
+      const names = body.tables.map((t) => t.table);
+      await selectTable(names.includes(state.table) ? state.table : names[0]);
+    } catch (err) {
+      setStatus(`Error: ${err.message}`, "error");
+    }
+  }
+
+  document.getElementById("conn").addEventListener("change", (event) => {
+    state.conn = event.target.value;
+    state.table = "";
+    load();
+  });
+  document.getElementById("reload").addEventListener("click", load);
+  load();
+})();

@@ -1,0 +1,1 @@
+"""Hooks: :class:`~firn_airflow.hooks.firn.FirnHook`."""

@@ -1,0 +1,350 @@
+"""The Firn hook: a Firn catalog built from an Airflow connection of type ``firn``.
+
+Connection fields (the form is declared in :mod:`firn_airflow.get_provider_info`):
+
+* ``host`` — the catalog URI given to :func:`firn.load_catalog` (``sqlite:///…``,
+  ``postgresql+psycopg://…``, ``memory://``);
+* ``login`` / ``password`` — the catalog database's credentials, merged into a SQL URI that
+  names no user / carries no password (so the password lives in the masked password field,
+  not in the URI);
+* ``extra``: ``warehouse``, ``catalog_name`` (default ``default``), ``properties`` (a JSON
+  object of catalog and FileIO properties) and the storage credentials ``s3_access_key_id``,
+  ``s3_secret_access_key``, ``s3_session_token``, which become the ``s3.*`` properties.
+
+Every secret (password, storage keys, sensitive properties) is registered with Airflow's
+secrets masker as soon as the connection is read, so task logs show ``***`` instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowNotFoundException
+from airflow.sdk.log import mask_secret
+
+import firn
+from firn.errors import FirnError
+from firn.io.pyarrow_io import S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN
+from firn_airflow.constants import (
+    CONN_TYPE,
+    DEFAULT_CATALOG_NAME,
+    DEFAULT_CONN_ID,
+    EXTRA_CATALOG_NAME,
+    EXTRA_PROPERTIES,
+    EXTRA_S3_ACCESS_KEY_ID,
+    EXTRA_S3_SECRET_ACCESS_KEY,
+    EXTRA_S3_SESSION_TOKEN,
+    EXTRA_WAREHOUSE,
+    HOOK_NAME,
+)
+from firn_airflow.errors import FirnConnectionError, FirnConnectionNotFound
+
+if TYPE_CHECKING:
+    from firn.catalog.base import Catalog
+    from firn.table.table import Table
+
+# Catalog URI schemes of database servers: login/password can be merged into them.
+_SQL_SCHEMES = ("postgresql", "postgres")
+
+_STORAGE_EXTRAS = (
+    (EXTRA_S3_ACCESS_KEY_ID, S3_ACCESS_KEY_ID),
+    (EXTRA_S3_SECRET_ACCESS_KEY, S3_SECRET_ACCESS_KEY),
+    (EXTRA_S3_SESSION_TOKEN, S3_SESSION_TOKEN),
+)
+_SECRET_PROPERTIES = frozenset({S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN})
+# Property names that hold secrets in Iceberg catalogs and FileIOs (gcs.oauth2.token, credential, ...).
+_SECRET_WORDS = ("secret", "password", "token", "credential")
+
+
+class ConnectionLike(Protocol):
+    """The parts of an Airflow connection the hook reads (Task SDK and core models alike)."""
+
+    conn_id: str
+    conn_type: str | None
+    host: str | None
+    login: str | None
+    password: str | None
+
+    @property
+    def extra_dejson(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class CatalogConfig:
+    """Everything :func:`firn.load_catalog` needs, read from one connection.
+
+    ``uri`` and ``properties`` may hold secrets: log :attr:`display_uri` and never the rest.
+    """
+
+    conn_id: str
+    uri: str
+    name: str
+    warehouse: str | None
+    properties: Mapping[str, str] = field(default_factory=dict)
+    secrets: tuple[str, ...] = ()
+
+    @property
+    def display_uri(self) -> str:
+        """The catalog URI with its password (if any) replaced by ``***``."""
+        parts = urlsplit(self.uri)
+        try:
+            password = parts.password
+        except ValueError:
+            return self.redact(self.uri)
+        if not password:
+            return self.uri
+        userinfo, _, hostport = parts.netloc.rpartition("@")
+        user = userinfo.partition(":")[0]
+        return urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret of this connection replaced by ``***``."""
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            text = text.replace(secret, "***")
+        return text
+
+    def load(self) -> Catalog:
+        """Open the catalog (``firn.load_catalog``); errors name the connection, not its secrets."""
+        try:
+            return firn.load_catalog(
+                self.uri, warehouse=self.warehouse, name=self.name, **dict(self.properties)
+            )
+        except FirnError as e:
+            raise _with_context(e, f"connection {self.conn_id!r}", self) from e
+
+
+def _extra(extra: Mapping[str, Any], key: str) -> Any:
+    """An extra field, stored plainly (Airflow 3 forms) or as ``extra__firn__<key>`` (older forms)."""
+    value = extra.get(key)
+    if value is None or value == "":
+        value = extra.get(f"extra__{CONN_TYPE}__{key}")
+    return None if value == "" else value
+
+
+def _property_value(conn_id: str, key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    raise FirnConnectionError(
+        f"connection {conn_id!r}: catalog property {key!r} must be a string, number or boolean, "
+        f"got {type(value).__name__}"
+    )
+
+
+def _properties(conn_id: str, raw: Any) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise FirnConnectionError(
+                f"connection {conn_id!r}: extra {EXTRA_PROPERTIES!r} is not valid JSON ({e.msg} "
+                f"at position {e.pos})"
+            ) from None
+    if not isinstance(raw, dict):
+        raise FirnConnectionError(
+            f"connection {conn_id!r}: extra {EXTRA_PROPERTIES!r} must be a JSON object of catalog "
+            f"properties, got {type(raw).__name__}"
+        )
+    return {str(k): _property_value(conn_id, str(k), v) for k, v in raw.items()}
+
+
+def _merge_credentials(conn_id: str, uri: str, login: str | None, password: str | None) -> str:
+    """Put the connection's login/password into a SQL catalog URI that has none of its own."""
+    if not (login or password):
+        return uri
+    scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
+    if scheme not in _SQL_SCHEMES:
+        raise FirnConnectionError(
+            f"connection {conn_id!r}: login/password are the catalog database's credentials, "
+            f"but a {scheme!r} catalog takes none (only postgresql:// catalogs do)"
+        )
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(uri)
+    except (ArgumentError, ValueError):
+        raise FirnConnectionError(f"connection {conn_id!r}: the catalog URI is not a valid URL") from None
+    if login and not url.username:
+        url = url.set(username=login)
+    if password and url.password is None:
+        url = url.set(password=password)
+    return url.render_as_string(hide_password=False)
+
+
+def catalog_config(conn: ConnectionLike) -> CatalogConfig:
+    """Read and check a ``firn`` connection; registers its secrets with the secrets masker."""
+    conn_id = conn.conn_id
+    if conn.conn_type != CONN_TYPE:
+        raise FirnConnectionError(
+            f"connection {conn_id!r} has type {conn.conn_type!r}; a Firn connection has type {CONN_TYPE!r}"
+        )
+    extra = conn.extra_dejson or {}
+    secrets: list[str] = []
+    if conn.password:
+        secrets.append(conn.password)
+    properties = _properties(conn_id, _extra(extra, EXTRA_PROPERTIES))
+    for extra_key, prop in _STORAGE_EXTRAS:
+        value = _extra(extra, extra_key)
+        if value is not None:
+            properties[prop] = _property_value(conn_id, extra_key, value)
+    secrets.extend(v for k, v in properties.items() if v and _is_secret_property(k))
+    for secret in secrets:
+        mask_secret(secret)
+    # Airflow also masks any other property whose name it deems sensitive.
+    mask_secret(dict(properties))
+    host = (conn.host or "").strip()
+    if not host:
+        raise FirnConnectionError(
+            f"connection {conn_id!r} has no catalog URI: set its host, e.g. sqlite:///warehouse/catalog.db"
+        )
+    for url_password in _url_passwords(host):
+        if url_password not in secrets:
+            secrets.append(url_password)
+            mask_secret(url_password)
+    uri = _merge_credentials(conn_id, host, conn.login, conn.password)
+    warehouse = _extra(extra, EXTRA_WAREHOUSE)
+    name = _extra(extra, EXTRA_CATALOG_NAME) or DEFAULT_CATALOG_NAME
+    return CatalogConfig(
+        conn_id=conn_id,
+        uri=uri,
+        name=str(name),
+        warehouse=str(warehouse) if warehouse is not None else None,
+        properties=properties,
+        secrets=tuple(secrets),
+    )
+
+
+def _is_secret_property(key: str) -> bool:
+    lowered = key.lower()
+    return key in _SECRET_PROPERTIES or any(word in lowered for word in _SECRET_WORDS)
+
+
+def _url_passwords(uri: str) -> list[str]:
+    """The password of ``scheme://user:password@host/...`` as written and percent-decoded."""
+    try:
+        raw = urlsplit(uri).password
+    except ValueError:
+        return []
+    return [p for p in dict.fromkeys((raw, unquote(raw) if raw else None)) if p]
+
+
+def _with_context(error: FirnError, where: str, config: CatalogConfig | None) -> FirnError:
+    """The same kind of error with ``where`` added (secrets removed), for one clear task error."""
+    message = f"{error} ({where})"
+    if config is not None:
+        message = config.redact(message)
+    try:
+        return type(error)(message)
+    except TypeError:  # an error class with a richer constructor: keep the root kind
+        return FirnError(message)
+
+
+class FirnHook(BaseHook):
+    """Opens the Firn catalog that a ``firn`` connection describes.
+
+    :param firn_conn_id: the Airflow connection id (default ``firn_default``).
+    """
+
+    conn_name_attr = "firn_conn_id"
+    default_conn_name = DEFAULT_CONN_ID
+    conn_type = CONN_TYPE
+    hook_name = HOOK_NAME
+
+    def __init__(self, firn_conn_id: str = DEFAULT_CONN_ID, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.firn_conn_id = firn_conn_id
+        self._config: CatalogConfig | None = None
+        self._catalog: Catalog | None = None
+
+    # -- connection ------------------------------------------------------------------------------
+    def get_config(self) -> CatalogConfig:
+        """The checked connection settings (cached); a missing connection is a FirnConnectionError."""
+        if self._config is None:
+            try:
+                conn = self.get_connection(self.firn_conn_id)
+            except AirflowNotFoundException:
+                raise FirnConnectionNotFound(
+                    f"Firn connection {self.firn_conn_id!r} is not defined: add it with "
+                    f"`airflow connections add {self.firn_conn_id} --conn-type {CONN_TYPE} --conn-host <catalog URI>` "
+                    f"or set AIRFLOW_CONN_{self.firn_conn_id.upper()}"
+                ) from None
+            self._config = catalog_config(conn)
+        return self._config
+
+    def get_catalog(self) -> Catalog:
+        """The connection's Firn catalog (opened once per hook)."""
+        if self._catalog is None:
+            config = self.get_config()
+            self._catalog = config.load()
+            self.log.info(
+                "Opened Firn catalog %r at %s (connection %r)",
+                config.name,
+                config.display_uri,
+                config.conn_id,
+            )
+        return self._catalog
+
+    def get_conn(self) -> Catalog:
+        """Airflow's generic accessor: the catalog."""
+        return self.get_catalog()
+
+    def close(self) -> None:
+        """Release the catalog's database connections."""
+        if self._catalog is not None:
+            close = getattr(self._catalog, "close", None)
+            if close is not None:
+                close()
+            self._catalog = None
+
+    # -- tables ----------------------------------------------------------------------------------
+    def load_table(self, name: str) -> Table:
+        """The table ``name`` (``"db.events"``); unknown or malformed names raise one FirnError."""
+        catalog = self.get_catalog()
+        try:
+            return catalog.load_table(name)
+        except FirnError as e:
+            raise _with_context(e, f"connection {self.firn_conn_id!r}", self._config) from e
+
+    def list_tables(self, namespace: str) -> list[str]:
+        """Names (``"db.t"``) of the tables in ``namespace``, sorted."""
+        catalog = self.get_catalog()
+        try:
+            return sorted(".".join(ident) for ident in catalog.list_tables(namespace))
+        except FirnError as e:
+            raise _with_context(e, f"connection {self.firn_conn_id!r}", self._config) from e
+
+    def list_namespaces(self, parent: str = "") -> list[str]:
+        """Namespaces one level below ``parent`` (top-level ones by default), as dotted names."""
+        catalog = self.get_catalog()
+        try:
+            return [".".join(ns) for ns in catalog.list_namespaces(parent)]
+        except FirnError as e:
+            raise _with_context(e, f"connection {self.firn_conn_id!r}", self._config) from e
+
+    # -- connection test (the UI's "Test" button and `airflow connections test`) ---------------------
+    def test_connection(self) -> tuple[bool, str]:
+        """Open the catalog and list its namespaces; ``(ok, message)`` without secrets."""
+        try:
+            config = self.get_config()
+            namespaces = self.list_namespaces()
+        except Exception as e:  # every failure is a result here, shown in the UI
+            text = f"{type(e).__name__}: {e}"
+            return False, self._config.redact(text) if self._config is not None else text
+        finally:
+            self.close()
+        return True, (
+            f"Connected to Firn catalog {config.name!r} at {config.display_uri}: "
+            f"{len(namespaces)} top-level namespace(s)"
+        )
+
+
+__all__ = ["CatalogConfig", "ConnectionLike", "FirnHook", "catalog_config"]

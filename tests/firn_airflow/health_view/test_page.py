@@ -1,0 +1,244 @@
+"""The table-health view served by the real Airflow API server, over a real SQLite catalog with
+a real maintenance history (asset events from dag.test() runs), rendered in headless Chromium.
+
+``table.health()`` and ``table.maintenance.recommend()`` are issue 11's. Where this Firn build
+does not have them yet, this module (and only this module) installs the private test doubles
+below for its duration; once they exist the real ones are used and the doubles are unused.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pytest
+
+import firn
+from firn.maintenance import TableMaintenance
+from firn.spec.content import FileContent
+from firn.table.table import Table
+from tests.fixtures.airflow import load_test_dag
+from tests.fixtures.chromium import artifact_dir, chromium_page
+
+pytestmark = pytest.mark.airflow
+
+CONN_ID = "firn_health"  # the connection tests/firn_airflow/dags/firn_test_health_events.py uses
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("region", pa.string())])
+MOR = {"write.delete.mode": "merge-on-read"}
+
+
+def _rows(start: int, n: int) -> pa.Table:
+    ids = list(range(start, start + n))
+    return pa.table(
+        {"id": pa.array(ids, pa.int64()), "region": [("eu", "us")[i % 2] for i in ids]}, schema=SCHEMA
+    )
+
+
+# -- private test doubles for issue 11's interfaces (used only while they are missing) ----------
+@dataclass(frozen=True)
+class _Reported:
+    values: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+def _health_double(table: Table) -> _Reported:
+    md = table.metadata
+    snap = md.current_snapshot()
+    tasks = list(table.scan().plan_files()) if snap is not None else []
+    target = int(table.properties.get("write.target-file-size-bytes", 512 * 1024 * 1024))
+    data = [t.file for t in tasks]
+    deletes = list({d.file_path: d for t in tasks for d in t.delete_files}.values())
+    dvs = [d for d in deletes if d.is_dv]
+    position = [d for d in deletes if d.content is FileContent.POSITION_DELETES and not d.is_dv]
+    equality = [d for d in deletes if d.content is FileContent.EQUALITY_DELETES]
+    records = sum(f.record_count for f in data)
+    deleted = sum(d.record_count for d in deletes)
+    now = int(time.time() * 1000)
+    v4 = table.format_version >= 4
+    root_entries = snap.summary.get("root-entries") if snap is not None and v4 else None
+    return _Reported(
+        {
+            "table": table.name,
+            "format_version": table.format_version,
+            "snapshot_id": snap.snapshot_id if snap is not None else None,
+            "measured_at_ms": now,
+            "snapshots": len(md.snapshots),
+            "oldest_snapshot_age_ms": now - min(s.timestamp_ms for s in md.snapshots)
+            if md.snapshots
+            else None,
+            "last_commit_ms": snap.timestamp_ms if snap is not None else None,
+            "records": records,
+            "data_files": len(data),
+            "data_bytes": sum(f.file_size_in_bytes for f in data),
+            "small_files": sum(1 for f in data if f.file_size_in_bytes < 0.75 * target),
+            "target_file_size_bytes": target,
+            "delete_files": len(deletes),
+            "deletion_vectors": len(dvs),
+            "position_delete_files": len(position),
+            "equality_delete_files": len(equality),
+            "position_deletes": sum(d.record_count for d in [*dvs, *position]),
+            "equality_deletes": sum(d.record_count for d in equality),
+            "delete_ratio": deleted / records if records else 0.0,
+            "manifests": None,
+            "small_manifests": None,
+            "root_entries": int(root_entries) if root_entries is not None else None,
+            "root_bytes": None,
+            "root_data_files": None,
+            "root_delete_files": None,
+            "root_manifest_dvs": None,
+        }
+    )
+
+
+def _recommend_double(maintenance: TableMaintenance) -> list[_Reported]:
+    health = _health_double(maintenance._table).values
+    out = []
+    if health["deletion_vectors"] or health["position_delete_files"]:
+        out.append(("rewrite_deletion_vectors", f"{health['delete_files']} delete files"))
+    if health["small_files"] >= 2:
+        out.append(("rewrite_data_files", f"{health['small_files']} small files"))
+    if health["root_entries"]:
+        out.append(("flush_root", f"{health['root_entries']} root entries"))
+    return [
+        _Reported(
+            {"operation": op, "reason": why, "options": {}, "estimate": {"files_removed": 0, "bytes": 0}}
+        )
+        for op, why in out
+    ]
+
+
+@pytest.fixture(scope="module")
+def health_catalog(tmp_path_factory: pytest.TempPathFactory, airflow_home: Path) -> Iterator[Path]:
+    """A SQLite catalog (v2 position deletes, v3 DVs, V4 root entries, an empty table) behind
+    the ``firn_health`` connection, with two flush_root asset events on ``db.events_v4``."""
+    root = tmp_path_factory.mktemp("health")
+    catalog = firn.load_catalog(f"sqlite:///{root / 'catalog.db'}", warehouse=str(root / "wh"))
+    catalog.create_namespace("db")
+    catalog.create_namespace("ops")
+    for name, version in (("db.events_v2", 2), ("db.events_v3", 3), ("db.events_v4", 4)):
+        table = catalog.create_table(name, SCHEMA, properties={"format-version": str(version), **MOR})
+        for batch in range(4):
+            table.append(_rows(batch * 10, 10))
+        table.delete("id < 3")
+    catalog.create_table("ops.empty", SCHEMA, properties={"format-version": "2"})
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(
+            f"AIRFLOW_CONN_{CONN_ID.upper()}",
+            json.dumps(
+                {
+                    "conn_type": "firn",
+                    "host": f"sqlite:///{root / 'catalog.db'}",
+                    "extra": {"warehouse": str(root / "wh")},
+                }
+            ),
+        )
+        if not hasattr(Table, "health"):
+            mp.setattr(Table, "health", _health_double, raising=False)
+        if not hasattr(TableMaintenance, "recommend"):
+            mp.setattr(TableMaintenance, "recommend", _recommend_double, raising=False)
+        dag = load_test_dag("firn_test_health_events")
+        assert dag.test().state == "success"
+        v4 = catalog.load_table("db.events_v4")
+        v4.append(_rows(100, 5))
+        v4.append(_rows(105, 5))
+        assert dag.test().state == "success"
+        catalog.close()
+        yield root
+
+
+def test_json_routes_report_tables_health_history_and_events(
+    airflow_api_server: str, health_catalog: Path
+) -> None:
+    with httpx.Client(base_url=f"{airflow_api_server}/firn", timeout=60) as client:
+        conns = client.get("/api/connections").json()
+        assert conns["default"] == "firn_default"
+        assert CONN_ID in conns["connections"]
+
+        listing = client.get("/api/tables", params={"conn_id": CONN_ID}).json()
+        rows = {r["table"]: r for r in listing["tables"]}
+        assert sorted(rows) == ["db.events_v2", "db.events_v3", "db.events_v4", "ops.empty"]
+        assert listing["catalog"] == "default"
+        v3 = rows["db.events_v3"]["health"]["value"]
+        assert v3["data_files"] == 4 and v3["deletion_vectors"] == 1 and v3["position_deletes"] == 3
+        v2 = rows["db.events_v2"]["health"]["value"]
+        assert v2["deletion_vectors"] == 0 and v2["position_delete_files"] == 1
+        assert rows["ops.empty"]["health"]["value"]["data_files"] == 0
+        assert "rewrite_deletion_vectors" in {
+            r["operation"] for r in rows["db.events_v3"]["recommendations"]["value"]
+        }
+
+        detail = client.get("/api/tables/db.events_v4", params={"conn_id": CONN_ID}).json()
+        assert detail["asset_uri"] == f"firn://{CONN_ID}/db/events_v4"
+        ops = [s["operation"] for s in detail["snapshots"]]
+        assert ops[:4] == ["append"] * 4 and ops.count("append") == 6
+        assert [s["data_files"] for s in detail["snapshots"]][:4] == [1, 2, 3, 4]
+        assert all(s["root_entries"] is not None for s in detail["snapshots"])
+        events = detail["events"]
+        assert [e["operation"] for e in events] == ["flush_root", "flush_root"]
+        assert all(e["dag_id"] == "firn_test_health_events" and e["task_id"] == "flush_root" for e in events)
+        assert events[0]["result"]["data_files_moved"] >= 4
+        assert events[1]["health"]["data_files"] == events[0]["health"]["data_files"] + 2
+        charts = {c["id"]: c for c in detail["charts"]}
+        assert set(charts) == {"snapshots", "data_files", "small_files", "deletes", "root_entries"}
+        for chart in charts.values():
+            assert chart["series"], chart["id"]
+            assert all(len(s["values"]) == len(chart["x"]) for s in chart["series"])
+        # small files exist only as measurements: two events plus "now"
+        (small,) = charts["small_files"]["series"]
+        assert small["kind"] == "points" and sum(v is not None for v in small["values"]) == 3
+
+        missing = client.get("/api/tables/db.nope", params={"conn_id": CONN_ID})
+        assert missing.status_code == 404
+        assert "table 'db.nope' does not exist" in missing.json()["detail"]
+        no_conn = client.get("/api/tables", params={"conn_id": "firn_missing"})
+        assert no_conn.status_code == 404
+        assert "Firn connection 'firn_missing' is not defined" in no_conn.json()["detail"]
+
+
+def test_page_draws_every_chart_in_chromium(airflow_api_server: str, health_catalog: Path) -> None:
+    url = f"{airflow_api_server}/firn/?conn_id={CONN_ID}&table=db.events_v4"
+    with chromium_page() as page:
+        page.goto(url)
+        state = page.wait_for(
+            "document.body && document.body.dataset.state !== 'loading' ? document.body.dataset.state : null",
+            timeout=60,
+        )
+        assert state == "ready", page.evaluate("document.getElementById('status').textContent")
+        assert page.evaluate("document.querySelectorAll('#tables tbody tr').length") == 4
+        assert page.evaluate("document.getElementById('detail-title').textContent") == "db.events_v4"
+        assert page.evaluate("document.querySelectorAll('.chart .uplot').length") == 5
+        # Count, per chart canvas, the pixels in the first series' colour (#1f77b4): axes and
+        # grid are grey, so these are the drawn data.
+        coloured = page.evaluate(
+            """Array.from(document.querySelectorAll('.chart')).map((chart) => {
+                const canvas = chart.querySelector('canvas');
+                const ctx = canvas.getContext('2d');
+                const px = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+                let n = 0;
+                for (let i = 0; i < px.length; i += 4) {
+                  if (px[i + 3] > 200 && Math.abs(px[i] - 31) < 12 && Math.abs(px[i + 1] - 119) < 12
+                      && Math.abs(px[i + 2] - 180) < 12) n++;
+                }
+                return [chart.dataset.chart, n];
+            })"""
+        )
+        assert len(coloured) == 5
+        for chart_id, pixels in coloured:
+            assert pixels > 20, f"chart {chart_id} has no drawn series ({pixels} pixels)"
+        assert page.evaluate("document.querySelectorAll('#events tbody tr').length") == 2
+        assert "flush_root" in page.evaluate("document.getElementById('recommendations').textContent")
+        # The chart library came from the plugin's static files, not a CDN.
+        scripts = page.evaluate("Array.from(document.scripts).map((s) => s.src)")
+        assert f"{airflow_api_server}/firn/static/uPlot.iife.min.js" in scripts
+        assert all(s.startswith(airflow_api_server) for s in scripts)
+        shot = page.screenshot(artifact_dir() / "firn-table-health.png")
+    assert shot.stat().st_size > 10_000
