@@ -10,8 +10,9 @@
                                                  firn maintain flush TABLE
                                                  firn maintain recommend TABLE [--run]
 
-Every command takes ``--catalog URI`` (or ``FIRN_CATALOG_URI``), ``--warehouse`` (or
-``FIRN_WAREHOUSE``), ``--catalog-property key=value`` (repeatable) and ``--json`` (machine
+Every command takes ``--catalog URI`` (or ``FIRN_CATALOG_URI``), ``--catalog-name`` (or
+``FIRN_CATALOG_NAME``; one SQL database can hold several catalogs, default ``default``),
+``--warehouse`` (or ``FIRN_WAREHOUSE``), ``--catalog-property key=value`` (repeatable) and ``--json`` (machine
 output on stdout: the health, plan or result JSON); these may also come before the command
 group (``firn --catalog URI table list``). ``firn maintain <op>`` runs
 ``table.maintenance.<method>(**options)`` (names in ``firn.maintenance.operations``) with
@@ -57,6 +58,7 @@ from firn.maintenance.runner import LocalRunner
 from firn.table.table import Table
 
 CATALOG_ENV = "FIRN_CATALOG_URI"
+CATALOG_NAME_ENV = "FIRN_CATALOG_NAME"
 WAREHOUSE_ENV = "FIRN_WAREHOUSE"
 
 EXIT_FAILED = 1
@@ -81,6 +83,7 @@ class CliError(click.ClickException):
 @dataclass
 class Settings:
     catalog: str | None = None
+    catalog_name: str | None = None
     warehouse: str | None = None
     properties: tuple[str, ...] = ()
     json: bool = False
@@ -100,6 +103,11 @@ def _common_options(fn: F) -> F:
     )(fn)
     fn = click.option("--warehouse", metavar="PATH", help=f"Where new tables go (env {WAREHOUSE_ENV}).")(fn)
     fn = click.option(
+        "--catalog-name",
+        metavar="NAME",
+        help=f"The catalog's name: one SQL database can hold several (env {CATALOG_NAME_ENV}; default 'default').",
+    )(fn)
+    fn = click.option(
         "--catalog",
         "catalog_uri",
         metavar="URI",
@@ -109,11 +117,16 @@ def _common_options(fn: F) -> F:
 
 
 def _settings(
-    catalog_uri: str | None, warehouse: str | None, catalog_properties: Sequence[str], as_json: bool
+    catalog_uri: str | None,
+    catalog_name: str | None,
+    warehouse: str | None,
+    catalog_properties: Sequence[str],
+    as_json: bool,
 ) -> Settings:
     outer: Settings = click.get_current_context().find_object(Settings) or Settings()
     return Settings(
         catalog=catalog_uri or outer.catalog or os.environ.get(CATALOG_ENV) or None,
+        catalog_name=catalog_name or outer.catalog_name or os.environ.get(CATALOG_NAME_ENV) or None,
         warehouse=warehouse or outer.warehouse or os.environ.get(WAREHOUSE_ENV) or None,
         properties=(*outer.properties, *catalog_properties),
         json=as_json or outer.json,
@@ -140,7 +153,12 @@ def _open_catalog(s: Settings) -> Catalog:
         if path and path != ":memory:" and not os.path.exists(path):
             raise CliError(f"catalog database {path} does not exist ({uri})", EXIT_BAD_INPUT)
     try:
-        return load_catalog(uri, warehouse=s.warehouse, **_pairs(s.properties, "--catalog-property"))
+        return load_catalog(
+            uri,
+            warehouse=s.warehouse,
+            name=s.catalog_name or "default",
+            **_pairs(s.properties, "--catalog-property"),
+        )
     except FirnError as e:
         raise CliError(f"cannot open catalog {uri}: {e}", EXIT_BAD_INPUT) from e
 
@@ -193,12 +211,13 @@ def _kv_table(title: str, rows: Mapping[str, Any]) -> RichTable:
 def main(
     ctx: click.Context,
     catalog_uri: str | None,
+    catalog_name: str | None,
     warehouse: str | None,
     catalog_properties: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Firn: inspect Iceberg tables and run their maintenance."""
-    ctx.obj = Settings(catalog_uri, warehouse, catalog_properties, as_json)
+    ctx.obj = Settings(catalog_uri, catalog_name, warehouse, catalog_properties, as_json)
 
 
 @main.group()

@@ -57,7 +57,7 @@ from firn.errors import InvalidMetadata
 from firn.io.base import FileIO
 from firn.maintenance.serde import from_jsonable, to_jsonable
 from firn.manifests import avro_schemas as ids
-from firn.manifests.cache import LRUCache
+from firn.manifests.cache import CacheStats, LRUCache
 from firn.manifests.projected import read_entry_columns
 from firn.manifests.v4_io import CONTENT_KEY, FORMAT_VERSION_KEY, V4_FORMAT_VERSION, read_v4_manifest
 from firn.spec.content import EntryStatus, FileContent, FileFormat
@@ -187,6 +187,11 @@ _SUMMARIES: LRUCache[_Counts] = LRUCache(SUMMARY_CACHE_MANIFESTS)
 def clear_health_cache() -> None:
     """Forget every cached manifest summary (tests and benchmarks measure cold calls with it)."""
     _SUMMARIES.clear()
+
+
+def health_cache_stats() -> CacheStats:
+    """Hits and misses of the manifest-summary cache (a miss is a manifest read)."""
+    return _SUMMARIES.stats()
 
 
 def _count(
@@ -439,4 +444,4 @@ def table_health(table: TableHandle, *, now_ms: int | None = None) -> TableHealt
     )
 
 
-__all__ = ["SMALL_FILE_RATIO", "TableHealth", "clear_health_cache", "table_health"]
+__all__ = ["SMALL_FILE_RATIO", "TableHealth", "clear_health_cache", "health_cache_stats", "table_health"]

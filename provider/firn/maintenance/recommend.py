@@ -173,8 +173,12 @@ def _compact(h: TableHealth, t: MaintenanceThresholds) -> Recommendation | None:
             f"{t.compact_min_small_files}, {MAINTENANCE_COMPACT_MIN_SMALL_FILE_RATIO} = "
             f"{t.compact_min_small_file_ratio})"
         )
-        # Exact when every file is small; otherwise an upper bound on the small files' bytes.
-        rewritten = min(h.data_bytes, int(h.small_files * SMALL_FILE_RATIO * h.target_file_size_bytes))
+        # The small files' bytes: exact when every file is small; otherwise an upper bound
+        # (each is below the threshold, and every other file is at least at it).
+        threshold = int(SMALL_FILE_RATIO * h.target_file_size_bytes)
+        rewritten = max(
+            0, min(h.small_files * threshold, h.data_bytes - (h.data_files - h.small_files) * threshold)
+        )
         outputs = max(1, math.ceil(rewritten / h.target_file_size_bytes))
         files_removed += max(0, h.small_files - outputs)
     if h.equality_delete_files >= t.rewrite_dvs_min_delete_files:

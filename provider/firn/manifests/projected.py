@@ -113,7 +113,9 @@ def read_entry_columns(
         p = _projection(contents.writer_schema, field_ids, where)
         n_status, n_file = p.status, p.data_file
         # The top-level schema is a record, so every datum is a dict.
-        reader = cast(Iterator[dict[str, Any]], iter(fastavro.reader(io.BytesIO(data), reader_schema=p.schema)))
+        reader = cast(
+            Iterator[dict[str, Any]], iter(fastavro.reader(io.BytesIO(data), reader_schema=p.schema))
+        )
         status: list[int] = []
         columns: dict[int, list[Any]] = {i: [] for i in p.names}
         pairs = [(columns[i].append, name) for i, name in p.names.items()]
