@@ -17,7 +17,7 @@ from firn.maintenance import TableHealth
 from firn.maintenance.health import SMALL_FILE_RATIO, clear_health_cache, health_cache_stats
 from firn.spec.content import FileContent, FileFormat
 from firn.table.table import Table
-from tests.fixtures.row_deletes import data_file, make_table, rows
+from tests.fixtures.row_deletes import make_table, rows
 
 MOR = {"write.delete.mode": "merge-on-read"}
 # Small enough that one append of a few rows is "small" and a larger one is split into files

@@ -55,7 +55,7 @@ def test_projection_matches_the_full_decode(sqlite_catalog: SqlCatalog, version:
 def test_bad_input_is_named(tmp_path: Path) -> None:
     bad = tmp_path / "not-a-manifest.avro"
     bad.write_bytes(b"Obj\x01garbage")
-    with pytest.raises(InvalidMetadata, match="not-a-manifest.avro"):
+    with pytest.raises(InvalidMetadata, match=r"not-a-manifest\.avro"):
         read_entry_columns(PyArrowFileIO().new_input(str(bad)), FIELDS)
     with pytest.raises(ValueError, match="cannot project"):
         read_entry_columns(b"", (ids.LOWER_BOUNDS_ID,))
