@@ -59,7 +59,7 @@ from firn.maintenance.serde import from_jsonable, to_jsonable
 from firn.manifests import avro_schemas as ids
 from firn.manifests.cache import CacheStats, LRUCache
 from firn.manifests.projected import read_entry_columns
-from firn.manifests.v4_io import CONTENT_KEY, FORMAT_VERSION_KEY, V4_FORMAT_VERSION, read_v4_manifest
+from firn.manifests.v4_io import CONTENT_KEY, FORMAT_VERSION_KEY, V4_FORMAT_VERSION
 from firn.spec.content import EntryStatus, FileContent, FileFormat
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
@@ -258,20 +258,34 @@ def _int_column(t: pa.Table, name: str) -> np.ndarray:
     return np.asarray(pc.fill_null(t.column(name), 0).to_numpy(), dtype=np.int64)
 
 
-def _leaf_counts(io: FileIO, location: str, small_below: int, keep_ordinals: Any = None) -> _Counts:
-    """A V4 leaf's counts from a Parquet read of five columns (no paths, no stats)."""
+# The columns every V4 manifest has (v4_io.REQUIRED_COLUMNS): without them it is not one.
+_REQUIRED = ("content_type", "version_info", "file_format", "record_count")
+
+
+def _read_v4(io: FileIO, location: str, columns: Sequence[str], kinds: tuple[bytes, ...]) -> pa.Table:
+    """The named columns of a V4 manifest (those it has), after checking its key-value metadata
+    (seed 004 "V4 Manifest Key Value Metadata"). Single-threaded: these files are small, and a
+    thread pool costs more than it saves (and competes with the writers on a busy machine)."""
     try:
         with io.new_input(location).open_arrow() as f:
             pf = pq.ParquetFile(f)
             meta = pf.metadata.metadata or {}
             present = set(pf.schema_arrow.names)
-            t = pf.read(columns=[c for c in _LEAF_COLUMNS if c.split(".")[0] in present])
+            t = pf.read(columns=[c for c in columns if c.split(".")[0] in present], use_threads=False)
     except (pa.ArrowException, OSError) as e:
         raise InvalidMetadata(f"not a readable V4 manifest (Parquet): {e}", location=location) from e
-    if meta.get(FORMAT_VERSION_KEY) != V4_FORMAT_VERSION or meta.get(CONTENT_KEY) not in (b"data", b"delete"):
-        raise InvalidMetadata(
-            "expected a V4 leaf manifest (format-version 4, content data/delete)", location=location
-        )
+    if meta.get(FORMAT_VERSION_KEY) != V4_FORMAT_VERSION or meta.get(CONTENT_KEY) not in kinds:
+        names = "/".join(k.decode() for k in kinds)
+        raise InvalidMetadata(f"expected a V4 {names} manifest (format-version 4)", location=location)
+    missing = [c for c in _REQUIRED if c not in present]
+    if missing:
+        raise InvalidMetadata(f"V4 manifest lacks required columns {missing}", location=location)
+    return t
+
+
+def _leaf_counts(io: FileIO, location: str, small_below: int, keep_ordinals: Any = None) -> _Counts:
+    """A V4 leaf's counts from a Parquet read of five columns (no paths, no stats)."""
+    t = _read_v4(io, location, _LEAF_COLUMNS, (b"data", b"delete"))
     n = t.num_rows
     status = pc.struct_field(t.column("version_info"), "status").to_numpy()
     keep = None if keep_ordinals is None else mdv_keep_mask(keep_ordinals, n)
@@ -348,7 +362,7 @@ def _v4_tree(io: FileIO, md: TableMetadata, snapshot: Snapshot, small_below: int
         root = legacy_root(io, md, snapshot)
         root_bytes = 0
     else:
-        root = read_v4_manifest(io, snapshot.root_manifest, expected="root", columns=_ROOT_COLUMNS)
+        root = _read_v4(io, snapshot.root_manifest, _ROOT_COLUMNS, (b"root",))
         size = snapshot.summary.get("root-manifest-size")
         root_bytes = int(size) if size and size.isdigit() else io.new_input(snapshot.root_manifest).length()
     n = root.num_rows

@@ -269,3 +269,20 @@ def test_json_round_trip_and_small_file_threshold(sqlite_catalog: SqlCatalog) ->
     # A new target is a new threshold: cached summaries of the old one are not reused.
     t.set_properties({"write.target-file-size-bytes": "100"})
     assert t.health().small_files == 0
+
+
+def test_a_corrupt_root_is_named(sqlite_catalog: SqlCatalog) -> None:
+    from firn.errors import InvalidMetadata
+    from firn.manifests.v4_io import clear_v4_cache
+
+    t = _v4(sqlite_catalog)
+    t.append(rows([1]))
+    root = t.current_snapshot().root_manifest  # type: ignore[union-attr]
+    assert root is not None
+    with open(root, "r+b") as f:  # the warehouse is local: damage the footer
+        f.seek(-12, 2)
+        f.write(b"\x00" * 12)
+    clear_health_cache()
+    clear_v4_cache()
+    with pytest.raises(InvalidMetadata, match=root.split("/")[-1]):
+        t.health()
