@@ -5,10 +5,11 @@ snapshot's manifest list (v1-v3) or root manifest (V4), and a *projected* read o
 manifests (or V4 leaves) it names: only each entry's status, content, file format, record
 count and size. Data and delete files are never opened.
 
-It is cheap enough for a sensor polling every 30 s. Manifests and leaves are immutable, so
-what each one contributes (files, bytes, small files, deletes) is cached in this process by
-its path, and a poll reads only the manifests it has not seen: after one append that is the
-new manifest list (or root) and one manifest. ``bench/bench_health.py`` measures it.
+It is cheap enough for a sensor polling every 30 s. Manifests, leaves, manifest lists and
+roots are immutable, so what each manifest contributes (files, bytes, small files, deletes)
+and each snapshot's totals are cached in this process by path: polling an unchanged table
+reads nothing, and a poll after one append reads the new manifest list (or root) and one
+manifest. ``bench/bench_health.py`` measures it.
 
 Definitions (all counts are of *live* entries of the current snapshot: ADDED or EXISTING,
 minus V4 entries a manifest DV removes):
@@ -182,11 +183,15 @@ def _astuple(c: _Counts) -> tuple[int, ...]:
 
 
 _SUMMARIES: LRUCache[_Counts] = LRUCache(SUMMARY_CACHE_MANIFESTS)
+# Whole snapshots' results by manifest list or root location (also immutable), so polling an
+# unchanged table reads nothing at all.
+_TREES: LRUCache[Any] = LRUCache(256)
 
 
 def clear_health_cache() -> None:
-    """Forget every cached manifest summary (tests and benchmarks measure cold calls with it)."""
+    """Forget every cached summary (tests and benchmarks measure cold calls with it)."""
     _SUMMARIES.clear()
+    _TREES.clear()
 
 
 def health_cache_stats() -> CacheStats:
@@ -421,10 +426,24 @@ def table_health(table: TableHandle, *, now_ms: int | None = None) -> TableHealt
     v4 = md.uses_root_manifest
     if snapshot is None:
         tree = _Tree(_Counts(), 0, 0, (0, 0, 0, 0, 0) if v4 else None)
-    elif snapshot.root_manifest is not None or v4:
-        tree = _v4_tree(table.io, md, snapshot, small_below)
     else:
-        tree = _legacy_tree(table.io, md, snapshot, small_below)
+        p = md.table_properties
+        key = (
+            snapshot.root_manifest or snapshot.manifest_list,
+            v4,
+            small_below,
+            p.manifest_target_size_bytes,
+            p.leaf_target_entries,
+        )
+        cached = _TREES.get(key) if key[0] is not None else None
+        if cached is not None:
+            tree = cached
+        else:
+            if snapshot.root_manifest is not None or v4:
+                tree = _v4_tree(table.io, md, snapshot, small_below)
+            else:
+                tree = _legacy_tree(table.io, md, snapshot, small_below)
+            _TREES.put(key, tree)
     c = tree.counts
     deleted = c.position_deletes + c.equality_deletes
     root = tree.root

@@ -59,7 +59,8 @@ Estimates are from health metrics only, so several are bounds; each field is Non
 health cannot tell:
 
 * ``files_removed``: files the table tracks fewer afterwards (removed minus written);
-* ``bytes``: bytes the run rewrites (compaction, flush) or deletes;
+* ``bytes``: bytes the run rewrites (compaction: the small files' bytes, exact when every data
+  file is small and otherwise an upper bound; flush: the root) or deletes;
 * ``planning_entries_saved``: metadata entries every planning or metadata load reads fewer
   of (manifest entries of files, manifest-list or root entries, snapshots in the metadata JSON).
 """
