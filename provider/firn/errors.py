@@ -53,7 +53,23 @@ class StalePlan(ValidationConflict):
 
 
 class LeaseHeld(FirnError):
-    """Another maintenance run holds the table's maintenance lease."""
+    """Another maintenance run holds the table's maintenance lease.
+
+    ``holder``, ``operation`` and ``expires_at_ms`` (epoch milliseconds) describe that run's
+    lease when known."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        holder: str | None = None,
+        operation: str | None = None,
+        expires_at_ms: int | None = None,
+    ) -> None:
+        self.holder = holder
+        self.operation = operation
+        self.expires_at_ms = expires_at_ms
+        super().__init__(message)
 
 
 class CommitStateUnknown(FirnError):

@@ -18,6 +18,7 @@ from firn.errors import ValidationError
 from firn.io.base import FileIO
 
 if TYPE_CHECKING:
+    from firn.catalog.lease import LeaseInfo, MaintenanceLease
     from firn.core.create import PartitionSpecLike, SchemaLike, SortOrderLike
     from firn.core.handle import CommittedMetadata, TableCommit
     from firn.table.table import Table
@@ -107,6 +108,24 @@ class Catalog(Protocol):
         Raises ``CommitConflict`` when the table moved past ``commit.base_location`` (nothing
         was committed) and ``CommitStateUnknown`` when the outcome cannot be determined.
         """
+        ...
+
+    # maintenance
+    def maintenance_lease(
+        self,
+        identifier: IdentifierLike,
+        operation: str,
+        *,
+        owner: str | None = None,
+        duration_ms: int | None = None,
+        heartbeat_interval_ms: int | None = None,
+    ) -> MaintenanceLease:
+        """The per-table maintenance lease for a run of ``operation`` (``firn.catalog.lease``):
+        a context manager raising ``LeaseHeld`` on entry while another run holds it."""
+        ...
+
+    def maintenance_lease_holder(self, identifier: IdentifierLike) -> LeaseInfo | None:
+        """The unexpired maintenance lease on the table, or None."""
         ...
 
 

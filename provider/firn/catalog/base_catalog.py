@@ -30,6 +30,7 @@ from firn.catalog.base import (
     table_identifier,
     to_identifier,
 )
+from firn.catalog.lease import LeaseInfo, MaintenanceLease, acquire_lease, current_holder
 from firn.core.create import new_table_metadata
 from firn.core.handle import CommittedMetadata, TableCommit
 from firn.core.metadata_builder import with_metadata_log
@@ -43,6 +44,7 @@ from firn.errors import (
     NoSuchNamespace,
     NoSuchTable,
     NotFound,
+    Unsupported,
     ValidationError,
 )
 from firn.io.base import FileIO
@@ -477,6 +479,57 @@ class BaseCatalog(ABC):
             self._io.delete_many(locations)
         except Exception:  # best effort: orphan-file removal reclaims what is left
             logger.warning("could not delete %d metadata files: %s", len(locations), locations[:3])
+
+    # -- the maintenance lease (firn.catalog.lease) ---------------------------------------------
+    def maintenance_lease(
+        self,
+        identifier: IdentifierLike,
+        operation: str,
+        *,
+        owner: str | None = None,
+        duration_ms: int | None = None,
+        heartbeat_interval_ms: int | None = None,
+    ) -> MaintenanceLease:
+        """The table's maintenance lease for a run of ``operation``: acquired when its ``with``
+        block starts (``LeaseHeld`` if another run holds it), renewed in the background,
+        released at the end. Defaults come from the ``maintenance.lease.*`` catalog properties;
+        ``owner`` defaults to ``hostname:pid[:maintenance.lease.owner-label]``."""
+        _, ns_str, name = self._table(identifier)
+        return acquire_lease(
+            self,
+            self._name,
+            ns_str,
+            name,
+            operation,
+            properties=self._properties,
+            owner=owner,
+            duration_ms=duration_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+        )
+
+    def maintenance_lease_holder(self, identifier: IdentifierLike) -> LeaseInfo | None:
+        """The unexpired lease on the table (who runs what until when), or None."""
+        _, ns_str, name = self._table(identifier)
+        row, now = self._lease_get(ns_str, name)
+        return current_holder(row, now)
+
+    def _no_leases(self) -> Unsupported:
+        return Unsupported(f"catalog {self._name!r} ({type(self).__name__}) has no maintenance lease store")
+
+    def _lease_acquire(
+        self, ns: str, name: str, lease_id: str, owner: str, operation: str, duration_ms: int
+    ) -> tuple[LeaseInfo, int]:
+        """See ``firn.catalog.lease.LeaseStore``; backends with a lease store override these."""
+        raise self._no_leases()
+
+    def _lease_renew(self, ns: str, name: str, lease_id: str, duration_ms: int) -> int | None:
+        raise self._no_leases()
+
+    def _lease_release(self, ns: str, name: str, lease_id: str) -> None:
+        raise self._no_leases()
+
+    def _lease_get(self, ns: str, name: str) -> tuple[LeaseInfo | None, int]:
+        raise self._no_leases()
 
     # -- helpers -------------------------------------------------------------------------------
     def _require_location(self, ns: Identifier, ns_str: str, name: str) -> str:

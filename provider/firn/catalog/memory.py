@@ -8,9 +8,11 @@ through the FileIO you pass (an :class:`~firn.io.memory.InMemoryFileIO` by defau
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from firn.catalog.lease import LeaseInfo
 from firn.catalog.memory_views import MemoryViewsMixin
 from firn.errors import AlreadyExists, CommitConflict, NoSuchTable
 from firn.io.base import FileIO
@@ -46,6 +48,7 @@ class InMemoryCatalog(MemoryViewsMixin):
         self._namespaces: dict[str, dict[str, str]] = {}
         self._tables: dict[tuple[str, str], _TableRow] = {}
         self._views: dict[tuple[str, str], str] = {}  # view pointers (firn.catalog.memory_views)
+        self._leases: dict[tuple[str, str], LeaseInfo] = {}
 
     def _all_namespace_strings(self) -> set[str]:
         return set(self._namespaces) | {ns for ns, _ in self._tables} | {ns for ns, _ in self._views}
@@ -118,6 +121,41 @@ class InMemoryCatalog(MemoryViewsMixin):
             if row is None:
                 raise NoSuchTable(f"table '{src_ns}.{src_name}' does not exist in catalog {self.name!r}")
             self._tables[(dst_ns, dst_name)] = row
+
+    # -- the maintenance lease (firn.catalog.lease): a dict under the catalog's lock ----------
+    @staticmethod
+    def _now_ms() -> int:
+        return int(time.time() * 1000)
+
+    def _lease_acquire(
+        self, ns: str, name: str, lease_id: str, owner: str, operation: str, duration_ms: int
+    ) -> tuple[LeaseInfo, int]:
+        with self._lock:
+            now = self._now_ms()
+            row = self._leases.get((ns, name))
+            if row is None or row.expires_at_ms <= now:
+                row = LeaseInfo(f"{ns}.{name}", owner, operation, lease_id, now, now + duration_ms)
+                self._leases[(ns, name)] = row
+            return row, now
+
+    def _lease_renew(self, ns: str, name: str, lease_id: str, duration_ms: int) -> int | None:
+        with self._lock:
+            row = self._leases.get((ns, name))
+            if row is None or row.lease_id != lease_id:
+                return None
+            expires = self._now_ms() + duration_ms
+            self._leases[(ns, name)] = replace(row, expires_at_ms=expires)
+            return expires
+
+    def _lease_release(self, ns: str, name: str, lease_id: str) -> None:
+        with self._lock:
+            row = self._leases.get((ns, name))
+            if row is not None and row.lease_id == lease_id:
+                self._leases[(ns, name)] = replace(row, expires_at_ms=self._now_ms())
+
+    def _lease_get(self, ns: str, name: str) -> tuple[LeaseInfo | None, int]:
+        with self._lock:
+            return self._leases.get((ns, name)), self._now_ms()
 
     def _tbl_swap(self, ns: str, name: str, expected: str, new: str) -> None:
         with self._lock:

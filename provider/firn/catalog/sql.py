@@ -46,12 +46,17 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
+from firn.catalog.lease import LeaseInfo
 from firn.catalog.sql_schema import (
     ICEBERG_TABLES,
+    LEASE_SCHEMA,
+    MAINTENANCE_LEASES,
     MAX_LOCATION_LENGTH,
     MAX_NAME_LENGTH,
     NAMESPACE_PROPERTIES,
@@ -61,6 +66,7 @@ from firn.catalog.sql_schema import (
     WRITE_OPTION,
     iceberg_tables,
     is_lock_conflict,
+    maintenance_leases,
     namespace_properties,
 )
 from firn.catalog.sql_views import SqlViewsMixin
@@ -136,6 +142,7 @@ class SqlCatalog(SqlViewsMixin):
         self._is_sqlite = self._url.get_backend_name() == "sqlite"
         self._engine = self._create_engine()
         self._has_type = True
+        self._leases_ready = False
         try:
             self._init_schema()
         except BaseException:
@@ -423,6 +430,107 @@ class SqlCatalog(SqlViewsMixin):
         if not renamed:
             raise NoSuchTable(f"table '{src_ns}.{src_name}' does not exist in catalog {self.name!r}")
 
+    # -- the maintenance lease (firn.catalog.lease) ---------------------------------------------
+    def _db_now_ms(self) -> sa.ColumnElement[int]:
+        """The database's clock in epoch milliseconds: every host compares expiry times
+        against one clock, so skew between machines cannot end a lease early."""
+        if self._is_sqlite:
+            return sa.literal_column("CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)")
+        return sa.literal_column("CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)")
+
+    def _ensure_lease_table(self) -> None:
+        if self._leases_ready:
+            return
+        try:
+            with self._db("create the maintenance lease table"), self._write() as conn:
+                LEASE_SCHEMA.create_all(conn, checkfirst=True)
+        except FirnError:
+            # Another process may have created it at the same moment; that is fine.
+            if MAINTENANCE_LEASES not in sa.inspect(self._engine).get_table_names():
+                raise
+        self._leases_ready = True
+
+    def _lease_row(self, ns: str, name: str) -> sa.ColumnElement[bool]:
+        c = maintenance_leases.c
+        return sa.and_(c.catalog_name == self.name, c.table_namespace == ns, c.table_name == name)
+
+    def _read_lease(self, conn: Connection, ns: str, name: str) -> tuple[LeaseInfo | None, int]:
+        c = maintenance_leases.c
+        now = conn.execute(sa.select(self._db_now_ms())).scalar_one()
+        row = conn.execute(
+            sa.select(c.lease_id, c.owner, c.operation, c.acquired_at_ms, c.expires_at_ms).where(
+                self._lease_row(ns, name)
+            )
+        ).first()
+        if row is None:
+            return None, int(now)
+        return LeaseInfo(f"{ns}.{name}", row[1], row[2], row[0], int(row[3]), int(row[4])), int(now)
+
+    def _lease_acquire(
+        self, ns: str, name: str, lease_id: str, owner: str, operation: str, duration_ms: int
+    ) -> tuple[LeaseInfo, int]:
+        self._check_lengths("lease owner", owner, MAX_LOCATION_LENGTH)
+        self._ensure_lease_table()
+        now = self._db_now_ms()
+        values = {
+            "catalog_name": self.name,
+            "table_namespace": ns,
+            "table_name": name,
+            "lease_id": lease_id,
+            "owner": owner,
+            "operation": operation,
+            "acquired_at_ms": now,
+            "expires_at_ms": now + duration_ms,
+        }
+        # One statement: insert the row, or take it over only where it has expired. Two
+        # processes racing serialize on the row (SQLite: BEGIN IMMEDIATE; Postgres: the unique
+        # index, then the row lock and a re-check of the WHERE on the committed row), so
+        # exactly one of them gets it.
+        dialect = sqlite_dialect if self._is_sqlite else pg_dialect
+        stmt = dialect.insert(maintenance_leases).values(**values)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["catalog_name", "table_namespace", "table_name"],
+            set_={
+                k: stmt.excluded[k]
+                for k in ("lease_id", "owner", "operation", "acquired_at_ms", "expires_at_ms")
+            },
+            where=maintenance_leases.c.expires_at_ms <= now,
+        )
+        with self._db(f"acquire the maintenance lease of '{ns}.{name}'"), self._write() as conn:
+            conn.execute(stmt)
+            row, clock = self._read_lease(conn, ns, name)
+        if row is None:
+            raise FirnError(f"catalog {self.name!r}: the maintenance lease row of '{ns}.{name}' vanished")
+        return row, clock
+
+    def _lease_renew(self, ns: str, name: str, lease_id: str, duration_ms: int) -> int | None:
+        c = maintenance_leases.c
+        stmt = (
+            sa.update(maintenance_leases)
+            .where(self._lease_row(ns, name), c.lease_id == lease_id)
+            .values(expires_at_ms=self._db_now_ms() + duration_ms)
+        )
+        with self._db(f"renew the maintenance lease of '{ns}.{name}'"), self._write() as conn:
+            if conn.execute(stmt).rowcount != 1:
+                return None
+            row, _ = self._read_lease(conn, ns, name)
+        return row.expires_at_ms if row is not None else None
+
+    def _lease_release(self, ns: str, name: str, lease_id: str) -> None:
+        c = maintenance_leases.c
+        stmt = (
+            sa.update(maintenance_leases)
+            .where(self._lease_row(ns, name), c.lease_id == lease_id)
+            .values(expires_at_ms=self._db_now_ms())
+        )
+        with self._db(f"release the maintenance lease of '{ns}.{name}'"), self._write() as conn:
+            conn.execute(stmt)
+
+    def _lease_get(self, ns: str, name: str) -> tuple[LeaseInfo | None, int]:
+        self._ensure_lease_table()
+        with self._db(f"read the maintenance lease of '{ns}.{name}'"), self._engine.connect() as conn:
+            return self._read_lease(conn, ns, name)
+
     # -- the compare-and-swap ------------------------------------------------------------------
     def _tbl_swap(self, ns: str, name: str, expected: str, new: str) -> None:
         self._check_lengths("metadata location", new, MAX_LOCATION_LENGTH)
@@ -510,11 +618,13 @@ class SqlCatalog(SqlViewsMixin):
 
 __all__ = [
     "ICEBERG_TABLES",
+    "MAINTENANCE_LEASES",
     "NAMESPACE_PROPERTIES",
     "TABLE_TYPE",
     "VIEW_TYPE",
     "SqlCatalog",
     "iceberg_tables",
+    "maintenance_leases",
     "namespace_properties",
     "normalize_sql_uri",
 ]

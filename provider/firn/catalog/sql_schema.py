@@ -35,6 +35,23 @@ namespace_properties = sa.Table(
     sa.Column("property_value", sa.String(1000), nullable=False),
 )
 
+# Firn's own table: one maintenance lease row per table (firn.catalog.lease). Created on first
+# use, so opening a catalog shared with other engines adds no table until maintenance runs.
+MAINTENANCE_LEASES = "firn_maintenance_leases"
+LEASE_SCHEMA = sa.MetaData()
+maintenance_leases = sa.Table(
+    MAINTENANCE_LEASES,
+    LEASE_SCHEMA,
+    sa.Column("catalog_name", sa.String(255), primary_key=True, nullable=False),
+    sa.Column("table_namespace", sa.String(255), primary_key=True, nullable=False),
+    sa.Column("table_name", sa.String(255), primary_key=True, nullable=False),
+    sa.Column("lease_id", sa.String(64), nullable=False),
+    sa.Column("owner", sa.String(1000), nullable=False),
+    sa.Column("operation", sa.String(255), nullable=False),
+    sa.Column("acquired_at_ms", sa.BigInteger, nullable=False),
+    sa.Column("expires_at_ms", sa.BigInteger, nullable=False),
+)
+
 WRITE_OPTION = "firn_write"  # execution option: start the transaction with BEGIN IMMEDIATE (SQLite)
 # Driver errors that mean "the transaction was aborted, nothing applied": SQLite busy/locked,
 # Postgres serialization failure, deadlock, lock not available.
@@ -56,6 +73,8 @@ def is_lock_conflict(error: BaseException) -> bool:
 
 __all__ = [
     "ICEBERG_TABLES",
+    "LEASE_SCHEMA",
+    "MAINTENANCE_LEASES",
     "MAX_LOCATION_LENGTH",
     "MAX_NAME_LENGTH",
     "NAMESPACE_PROPERTIES",
@@ -65,5 +84,6 @@ __all__ = [
     "WRITE_OPTION",
     "iceberg_tables",
     "is_lock_conflict",
+    "maintenance_leases",
     "namespace_properties",
 ]

@@ -15,10 +15,13 @@ from firn.maintenance.base import (
     Skipped,
 )
 from firn.maintenance.flush_root import FlushRoot, FlushRootPlan, FlushRootResult
+from firn.maintenance.health import TableHealth, table_health
+from firn.maintenance.recommend import Estimate, Recommendation
 from firn.maintenance.runner import LocalRunner, Runner, WorkUnit
 from firn.maintenance.table_maintenance import TableMaintenance
 
 __all__ = [
+    "Estimate",
     "FlushRoot",
     "FlushRootPlan",
     "FlushRootResult",
@@ -28,7 +31,10 @@ __all__ = [
     "MaintenancePlan",
     "MaintenanceResult",
     "Runner",
+    "Recommendation",
     "Skipped",
+    "TableHealth",
     "TableMaintenance",
     "WorkUnit",
+    "table_health",
 ]

@@ -22,7 +22,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Protocol
 
 from firn.core.metadata_io import read_metadata
@@ -45,19 +45,41 @@ class Runner(Protocol):
     def map(self, fn: UnitFunction, units: Sequence[WorkUnit]) -> list[UnitResult]: ...
 
 
-class LocalRunner:
-    """Runs units on a thread pool in this process (sized for I/O by default)."""
+# ``progress(done, total)``: called as a batch of units starts (done 0) and as each finishes.
+ProgressCallback = Callable[[int, int], None]
 
-    def __init__(self, max_workers: int | None = None) -> None:
+
+class LocalRunner:
+    """Runs units on a thread pool in this process (sized for I/O by default).
+
+    ``progress``, if given, is called with ``(0, n)`` when a batch of ``n`` units starts and
+    ``(done, n)`` as each finishes (the CLI feeds a progress bar with it)."""
+
+    def __init__(self, max_workers: int | None = None, *, progress: ProgressCallback | None = None) -> None:
         if max_workers is not None and max_workers < 1:
             raise ValidationError(f"max_workers must be at least 1, got {max_workers}")
         self.max_workers = max_workers or DEFAULT_LOCAL_WORKERS
+        self.progress = progress
 
     def map(self, fn: UnitFunction, units: Sequence[WorkUnit]) -> list[UnitResult]:
-        if len(units) <= 1 or self.max_workers == 1:
-            return [fn(u) for u in units]
-        with ThreadPoolExecutor(max_workers=min(self.max_workers, len(units))) as pool:
-            return list(pool.map(fn, units))
+        report = self.progress
+        total = len(units)
+        if report is not None:
+            report(0, total)
+        if total <= 1 or self.max_workers == 1:
+            out = []
+            for u in units:
+                out.append(fn(u))
+                if report is not None:
+                    report(len(out), total)
+            return out
+        with ThreadPoolExecutor(max_workers=min(self.max_workers, total)) as pool:
+            if report is None:
+                return list(pool.map(fn, units))
+            futures = [pool.submit(fn, u) for u in units]
+            for done, _ in enumerate(as_completed(futures), 1):
+                report(done, total)
+            return [f.result() for f in futures]
 
     def __repr__(self) -> str:
         return f"LocalRunner(max_workers={self.max_workers})"
@@ -161,6 +183,7 @@ def _read_metadata_cached(io: FileIO, location: str) -> TableMetadata:
 __all__ = [
     "DEFAULT_LOCAL_WORKERS",
     "LocalRunner",
+    "ProgressCallback",
     "Runner",
     "UnitContext",
     "UnitFunction",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from firn.maintenance.base import MaintainedTable
 from firn.maintenance.flush_root import FlushRoot
+from firn.maintenance.health import table_health
+from firn.maintenance.recommend import Recommendation, recommend
 
 
 class TableMaintenance:
@@ -17,6 +19,12 @@ class TableMaintenance:
         """Move root entries of a V4 table into leaf manifests (thresholds: ``commit.root.*``).
         Options: ``force``, ``affiliate``, ``branch``."""
         return FlushRoot(self._table, **options)
+
+    def recommend(self) -> list[Recommendation]:
+        """The operations worth running now, in nightly order, each with its reason, options
+        and an estimate; read from ``table.health()`` and the ``maintenance.*`` thresholds
+        (see ``firn.maintenance.recommend``)."""
+        return recommend(table_health(self._table), self._table.metadata.properties)
 
 
 __all__ = ["TableMaintenance"]

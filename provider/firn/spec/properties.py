@@ -235,4 +235,88 @@ class TableProperties:
         return str(value) if value is not None else None
 
 
+# -- Maintenance recommendations (issue 11 item 7: ``table.maintenance.recommend()``) ------------
+# Thresholds ``recommend()`` compares ``table.health()`` with. The defaults follow the survey in
+# reference/notes/airflow-provider-notes.md §4.1; the docstring of
+# ``firn.maintenance.recommend`` explains each choice. The root flush uses ``commit.root.*``.
+# Compaction: at least this many data files below 0.75x ``write.target-file-size-bytes``
+# (Iceberg's ``min-file-size-bytes`` default) ...
+MAINTENANCE_COMPACT_MIN_SMALL_FILES = "maintenance.compact.min-small-files"
+DEFAULT_MAINTENANCE_COMPACT_MIN_SMALL_FILES = 100
+# ... making up at least this fraction of the data files.
+MAINTENANCE_COMPACT_MIN_SMALL_FILE_RATIO = "maintenance.compact.min-small-file-ratio"
+DEFAULT_MAINTENANCE_COMPACT_MIN_SMALL_FILE_RATIO = 0.1
+# Delete rewrite: deleted rows / rows at or above this ...
+MAINTENANCE_REWRITE_DVS_MIN_DELETE_RATIO = "maintenance.rewrite-dvs.min-delete-ratio"
+DEFAULT_MAINTENANCE_REWRITE_DVS_MIN_DELETE_RATIO = 0.1
+# ... or at least this many position delete files (v2; on v3/V4 any position delete file).
+MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES = "maintenance.rewrite-dvs.min-delete-files"
+DEFAULT_MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES = 10
+# Manifest rewrite: at least this many manifests (V4: leaves) below 0.75x their target.
+MAINTENANCE_MANIFESTS_MIN_SMALL_MANIFESTS = "maintenance.manifests.min-small-manifests"
+DEFAULT_MAINTENANCE_MANIFESTS_MIN_SMALL_MANIFESTS = 100
+# Expiry: more snapshots than this are trimmed even inside the age window (0 turns it off).
+MAINTENANCE_EXPIRE_MAX_SNAPSHOTS = "maintenance.expire.max-snapshots"
+DEFAULT_MAINTENANCE_EXPIRE_MAX_SNAPSHOTS = 1000
+
+
+def _ratio(props: Mapping[str, str], key: str, default: float) -> float:
+    raw = props.get(key)
+    if raw is None:
+        return default
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        raise ValidationError(f"table property {key!r} must be a number, got {raw!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValidationError(f"table property {key!r} must be between 0 and 1, got {value}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceThresholds:
+    """The ``maintenance.*`` table properties, typed (parse with :meth:`parse`)."""
+
+    compact_min_small_files: int = DEFAULT_MAINTENANCE_COMPACT_MIN_SMALL_FILES
+    compact_min_small_file_ratio: float = DEFAULT_MAINTENANCE_COMPACT_MIN_SMALL_FILE_RATIO
+    rewrite_dvs_min_delete_ratio: float = DEFAULT_MAINTENANCE_REWRITE_DVS_MIN_DELETE_RATIO
+    rewrite_dvs_min_delete_files: int = DEFAULT_MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES
+    manifests_min_small_manifests: int = DEFAULT_MAINTENANCE_MANIFESTS_MIN_SMALL_MANIFESTS
+    expire_max_snapshots: int = DEFAULT_MAINTENANCE_EXPIRE_MAX_SNAPSHOTS
+
+    @classmethod
+    def parse(cls, props: Mapping[str, str]) -> MaintenanceThresholds:
+        """Thresholds from table properties; a malformed value is a ``ValidationError`` naming it."""
+        p = props
+        return cls(
+            compact_min_small_files=_int(
+                p, MAINTENANCE_COMPACT_MIN_SMALL_FILES, DEFAULT_MAINTENANCE_COMPACT_MIN_SMALL_FILES, minimum=1
+            ),
+            compact_min_small_file_ratio=_ratio(
+                p, MAINTENANCE_COMPACT_MIN_SMALL_FILE_RATIO, DEFAULT_MAINTENANCE_COMPACT_MIN_SMALL_FILE_RATIO
+            ),
+            rewrite_dvs_min_delete_ratio=_ratio(
+                p, MAINTENANCE_REWRITE_DVS_MIN_DELETE_RATIO, DEFAULT_MAINTENANCE_REWRITE_DVS_MIN_DELETE_RATIO
+            ),
+            rewrite_dvs_min_delete_files=_int(
+                p,
+                MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES,
+                DEFAULT_MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES,
+                minimum=1,
+            ),
+            manifests_min_small_manifests=_int(
+                p,
+                MAINTENANCE_MANIFESTS_MIN_SMALL_MANIFESTS,
+                DEFAULT_MAINTENANCE_MANIFESTS_MIN_SMALL_MANIFESTS,
+                minimum=1,
+            ),
+            expire_max_snapshots=_int(
+                p, MAINTENANCE_EXPIRE_MAX_SNAPSHOTS, DEFAULT_MAINTENANCE_EXPIRE_MAX_SNAPSHOTS, minimum=0
+            ),
+        )
+
+
+# -- end of the maintenance recommendation block --------------------------------------------------
+
+
 __all__ = [name for name in dir() if name.isupper()] + ["IsolationLevel", "RowLevelMode", "TableProperties"]

@@ -19,7 +19,7 @@ from firn.core.transaction import Transaction
 from firn.core.tree_types import SnapshotChanges
 from firn.core.trees import snapshot_changes, snapshots_between
 from firn.io.base import FileIO
-from firn.maintenance import TableMaintenance
+from firn.maintenance import TableHealth, TableMaintenance, table_health
 from firn.spec.partitioning import PartitionSpec
 from firn.spec.schema import Schema
 from firn.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
@@ -309,8 +309,16 @@ class Table:
 
     # -- maintenance and change detection ------------------------------------------------------
     def maintenance_lease(self, operation: str) -> contextlib.AbstractContextManager[object]:
-        """The table's maintenance lease, held while a maintenance run works."""
-        return contextlib.nullcontext()
+        """The table's maintenance lease for a run of ``operation``, from its catalog: a context
+        manager that raises ``LeaseHeld`` on entry while another run holds it, and renews the
+        lease until the block ends (``firn.catalog.lease``)."""
+        return self.catalog.maintenance_lease(self.identifier, operation)
+
+    def health(self) -> TableHealth:
+        """Maintenance metrics of the current snapshot (files, small files, deletes, manifests,
+        snapshots, the V4 root), read from metadata only; cheap enough to poll
+        (``firn.maintenance.health``). Call :meth:`refresh` first to see other writers' commits."""
+        return table_health(self)
 
     @property
     def maintenance(self) -> TableMaintenance:

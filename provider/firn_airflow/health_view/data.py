@@ -1,8 +1,6 @@
 """What the table-health view shows, gathered from a catalog and from Airflow's asset events.
 
-* **Health now**: ``table.health()`` and ``table.maintenance.recommend()`` (issue 11), reached
-  only through the two adapters :func:`table_health` and :func:`table_recommendations`, so a
-  Firn build without them gives the page a clear message instead of an error.
+* **Health now**: ``table.health()`` and ``table.maintenance.recommend()``, as JSON.
 * **History from metadata**: one point per snapshot of the current branch, oldest first, with
   the spec's summary totals (Appendix F: ``total-data-files``, ``total-delete-files``,
   ``total-position-deletes``, ...) and V4's ``root-entries``.
@@ -20,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from firn.errors import FirnError, Unsupported
+from firn.errors import FirnError
 from firn_airflow.assets import table_asset_uri
 from firn_airflow.constants import CONN_TYPE, EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
 
@@ -44,24 +42,15 @@ SUMMARY_TOTALS: dict[str, str] = {
 MAX_EVENTS = 200
 
 
-# -- adapters onto issue 11's interfaces --------------------------------------------------------
+# -- the table now -------------------------------------------------------------------------------
 def table_health(table: Table) -> dict[str, Any]:
-    """ADAPTER: ``table.health().to_dict()``; :class:`~firn.errors.Unsupported` when the Firn
-    build has no ``Table.health`` yet."""
-    health = getattr(table, "health", None)
-    if health is None:
-        raise Unsupported(f"table {table.name}: this Firn version has no table.health()")
-    result: dict[str, Any] = health().to_dict()
-    return result
+    """``table.health()`` as JSON (read from metadata only)."""
+    return table.health().to_dict()
 
 
 def table_recommendations(table: Table) -> list[dict[str, Any]]:
-    """ADAPTER: ``[r.to_dict() for r in table.maintenance.recommend()]``; Unsupported when the
-    Firn build has no ``recommend()`` yet."""
-    recommend = getattr(table.maintenance, "recommend", None)
-    if recommend is None:
-        raise Unsupported(f"table {table.name}: this Firn version has no table.maintenance.recommend()")
-    return [r.to_dict() for r in recommend()]
+    """``table.maintenance.recommend()`` as JSON, in the order they would run."""
+    return [r.to_dict() for r in table.maintenance.recommend()]
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,7 @@ with DAG(
         hook = FirnHook(CONN_ID)
         table = hook.load_table(TABLE)
         flush = table.maintenance.flush_root(force=True)
-        # The maintenance API is moving from commit() to run() (issue 11); accept either.
-        result = flush.run() if hasattr(flush, "run") else flush.commit()
+        result = flush.run()
         table.refresh()
         get_current_context()["outlet_events"][ASSET].extra = {
             EVENT_OPERATION: "flush_root",

@@ -1,28 +1,18 @@
 """The table-health view served by the real Airflow API server, over a real SQLite catalog with
 a real maintenance history (asset events from dag.test() runs), rendered in headless Chromium.
-
-``table.health()`` and ``table.maintenance.recommend()`` are issue 11's. Where this Firn build
-does not have them yet, this module (and only this module) installs the private test doubles
-below for its duration; once they exist the real ones are used and the doubles are unused.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pyarrow as pa
 import pytest
 
 import firn
-from firn.maintenance import TableMaintenance
-from firn.spec.content import FileContent
-from firn.table.table import Table
 from tests.fixtures.airflow import load_test_dag
 from tests.fixtures.chromium import artifact_dir, chromium_page
 
@@ -40,81 +30,6 @@ def _rows(start: int, n: int) -> pa.Table:
     )
 
 
-# -- private test doubles for issue 11's interfaces (used only while they are missing) ----------
-@dataclass(frozen=True)
-class _Reported:
-    values: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.values)
-
-
-def _health_double(table: Table) -> _Reported:
-    md = table.metadata
-    snap = md.current_snapshot()
-    tasks = list(table.scan().plan_files()) if snap is not None else []
-    target = int(table.properties.get("write.target-file-size-bytes", 512 * 1024 * 1024))
-    data = [t.file for t in tasks]
-    deletes = list({d.file_path: d for t in tasks for d in t.delete_files}.values())
-    dvs = [d for d in deletes if d.is_dv]
-    position = [d for d in deletes if d.content is FileContent.POSITION_DELETES and not d.is_dv]
-    equality = [d for d in deletes if d.content is FileContent.EQUALITY_DELETES]
-    records = sum(f.record_count for f in data)
-    deleted = sum(d.record_count for d in deletes)
-    now = int(time.time() * 1000)
-    v4 = table.format_version >= 4
-    root_entries = snap.summary.get("root-entries") if snap is not None and v4 else None
-    return _Reported(
-        {
-            "table": table.name,
-            "format_version": table.format_version,
-            "snapshot_id": snap.snapshot_id if snap is not None else None,
-            "measured_at_ms": now,
-            "snapshots": len(md.snapshots),
-            "oldest_snapshot_age_ms": now - min(s.timestamp_ms for s in md.snapshots)
-            if md.snapshots
-            else None,
-            "last_commit_ms": snap.timestamp_ms if snap is not None else None,
-            "records": records,
-            "data_files": len(data),
-            "data_bytes": sum(f.file_size_in_bytes for f in data),
-            "small_files": sum(1 for f in data if f.file_size_in_bytes < 0.75 * target),
-            "target_file_size_bytes": target,
-            "delete_files": len(deletes),
-            "deletion_vectors": len(dvs),
-            "position_delete_files": len(position),
-            "equality_delete_files": len(equality),
-            "position_deletes": sum(d.record_count for d in [*dvs, *position]),
-            "equality_deletes": sum(d.record_count for d in equality),
-            "delete_ratio": deleted / records if records else 0.0,
-            "manifests": None,
-            "small_manifests": None,
-            "root_entries": int(root_entries) if root_entries is not None else None,
-            "root_bytes": None,
-            "root_data_files": None,
-            "root_delete_files": None,
-            "root_manifest_dvs": None,
-        }
-    )
-
-
-def _recommend_double(maintenance: TableMaintenance) -> list[_Reported]:
-    health = _health_double(maintenance._table).values
-    out = []
-    if health["deletion_vectors"] or health["position_delete_files"]:
-        out.append(("rewrite_deletion_vectors", f"{health['delete_files']} delete files"))
-    if health["small_files"] >= 2:
-        out.append(("rewrite_data_files", f"{health['small_files']} small files"))
-    if health["root_entries"]:
-        out.append(("flush_root", f"{health['root_entries']} root entries"))
-    return [
-        _Reported(
-            {"operation": op, "reason": why, "options": {}, "estimate": {"files_removed": 0, "bytes": 0}}
-        )
-        for op, why in out
-    ]
-
-
 @pytest.fixture(scope="module")
 def health_catalog(tmp_path_factory: pytest.TempPathFactory, airflow_home: Path) -> Iterator[Path]:
     """A SQLite catalog (v2 position deletes, v3 DVs, V4 root entries, an empty table) behind
@@ -124,7 +39,9 @@ def health_catalog(tmp_path_factory: pytest.TempPathFactory, airflow_home: Path)
     catalog.create_namespace("db")
     catalog.create_namespace("ops")
     for name, version in (("db.events_v2", 2), ("db.events_v3", 3), ("db.events_v4", 4)):
-        table = catalog.create_table(name, SCHEMA, properties={"format-version": str(version), **MOR})
+        # A lower threshold than the default 10%, so the 3 deleted rows of 40 are worth a rewrite.
+        properties = {"format-version": str(version), **MOR, "maintenance.rewrite-dvs.min-delete-ratio": "0.05"}
+        table = catalog.create_table(name, SCHEMA, properties=properties)
         for batch in range(4):
             table.append(_rows(batch * 10, 10))
         table.delete("id < 3")
@@ -141,16 +58,17 @@ def health_catalog(tmp_path_factory: pytest.TempPathFactory, airflow_home: Path)
                 }
             ),
         )
-        if not hasattr(Table, "health"):
-            mp.setattr(Table, "health", _health_double, raising=False)
-        if not hasattr(TableMaintenance, "recommend"):
-            mp.setattr(TableMaintenance, "recommend", _recommend_double, raising=False)
         dag = load_test_dag("firn_test_health_events")
         assert dag.test().state == "success"
         v4 = catalog.load_table("db.events_v4")
         v4.append(_rows(100, 5))
         v4.append(_rows(105, 5))
         assert dag.test().state == "success"
+        # After the second flush: a root of more than one data file is worth a flush, so
+        # recommend() says flush_root for the two appends that follow.
+        v4.refresh().set_properties({"commit.root.max-data-files": "1"})
+        v4.append(_rows(110, 5))
+        v4.append(_rows(115, 5))
         catalog.close()
         yield root
 
@@ -179,7 +97,7 @@ def test_json_routes_report_tables_health_history_and_events(
         detail = client.get("/api/tables/db.events_v4", params={"conn_id": CONN_ID}).json()
         assert detail["asset_uri"] == f"firn://{CONN_ID}/db/events_v4"
         ops = [s["operation"] for s in detail["snapshots"]]
-        assert ops[:4] == ["append"] * 4 and ops.count("append") == 6
+        assert ops[:4] == ["append"] * 4 and ops.count("append") == 8
         assert [s["data_files"] for s in detail["snapshots"]][:4] == [1, 2, 3, 4]
         assert all(s["root_entries"] is not None for s in detail["snapshots"])
         events = detail["events"]
