@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
 
 import firn
-from firn.errors import Unsupported
 from firn_airflow.health_view import data
 
 pytestmark = pytest.mark.airflow
@@ -59,24 +57,28 @@ def test_all_tables_walks_nested_namespaces() -> None:
     assert data.all_tables(catalog) == ["a.b.t2", "a.t1", "c.t3"]
 
 
-def test_adapters_call_issue_11_interfaces_or_say_they_are_missing() -> None:
-    reported = SimpleNamespace(to_dict=lambda: {"data_files": 3})
-    with_health = SimpleNamespace(
-        name="db.t",
-        health=lambda: reported,
-        maintenance=SimpleNamespace(
-            recommend=lambda: [SimpleNamespace(to_dict=lambda: {"operation": "flush_root"})]
-        ),
+def test_health_and_recommendations_are_the_tables_own_as_json(tmp_path: Path) -> None:
+    catalog = firn.load_catalog(f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    table = catalog.create_table(
+        "db.t", SCHEMA, properties={"format-version": "4", "commit.root.max-data-files": "1"}
     )
-    assert data.table_health(with_health) == {"data_files": 3}  # type: ignore[arg-type]
-    assert data.table_recommendations(with_health) == [{"operation": "flush_root"}]  # type: ignore[arg-type]
-    without = SimpleNamespace(name="db.t", maintenance=SimpleNamespace())
-    with pytest.raises(Unsupported, match=r"db\.t: this Firn version has no table\.health\(\)"):
-        data.table_health(without)  # type: ignore[arg-type]
-    with pytest.raises(Unsupported, match=r"no table\.maintenance\.recommend\(\)"):
-        data.table_recommendations(without)  # type: ignore[arg-type]
-    outcome = data.Outcome.of(data.table_health, without)
-    assert outcome.value is None and outcome.error is not None and "health()" in outcome.error
+    table.append(_rows(0, 10))
+    table.append(_rows(10, 10))
+    health = data.table_health(table)
+    again = json.loads(table.health().to_json())
+    timing = ("measured_at_ms", "oldest_snapshot_age_ms")
+    assert {k: v for k, v in health.items() if k not in timing} == {
+        k: v for k, v in again.items() if k not in timing
+    }
+    assert health["data_files"] == 2 and health["root_data_files"] == 2
+    recommended = data.table_recommendations(table)
+    assert [r["operation"] for r in recommended] == [r.operation for r in table.maintenance.recommend()]
+    assert "flush_root" in {r["operation"] for r in recommended}
+    # An error the page should show instead of failing: a table dropped meanwhile.
+    catalog.drop_table("db.t")
+    outcome = data.Outcome.of(lambda: catalog.load_table("db.t"))
+    assert outcome.value is None and outcome.error is not None and "does not exist" in outcome.error
 
 
 def test_env_connections_of_type_firn_are_found() -> None:

@@ -40,7 +40,11 @@ def health_catalog(tmp_path_factory: pytest.TempPathFactory, airflow_home: Path)
     catalog.create_namespace("ops")
     for name, version in (("db.events_v2", 2), ("db.events_v3", 3), ("db.events_v4", 4)):
         # A lower threshold than the default 10%, so the 3 deleted rows of 40 are worth a rewrite.
-        properties = {"format-version": str(version), **MOR, "maintenance.rewrite-dvs.min-delete-ratio": "0.05"}
+        properties = {
+            "format-version": str(version),
+            **MOR,
+            "maintenance.rewrite-dvs.min-delete-ratio": "0.05",
+        }
         table = catalog.create_table(name, SCHEMA, properties=properties)
         for batch in range(4):
             table.append(_rows(batch * 10, 10))
