@@ -115,6 +115,8 @@ def _incremental(io: FileIO, md: TableMetadata, chain: list[Snapshot], kept: int
     if puffins:
         for path in live_delete_paths(io, md, oldest_kept, set(puffins)):
             del puffins[path]
+        if not puffins:
+            del removed.files[PUFFIN_FILES]
     out.update(removed)
     return out
 
