@@ -24,7 +24,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import firn_catalog, median, ms, timed, verdict, workdir  # noqa: E402
+from _harness import firn_catalog, median, ms, timed, verdict, workdir
 
 JAVA_SECONDS = 11.8
 TARGET_SECONDS = 2.0
