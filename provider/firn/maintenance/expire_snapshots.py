@@ -28,6 +28,7 @@ deleted with the rest.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -168,6 +169,10 @@ def _groups(files: FileSet, limit: int) -> tuple[dict[str, FileGroup], bool]:
     return out, complete
 
 
+def _when(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="seconds")
+
+
 def _fmt_bytes(n: int) -> str:
     size = float(n)
     for unit in ("B", "KB", "MB", "GB", "TB"):
@@ -212,7 +217,7 @@ class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
         lines = [
             f"  expire {len(self.expire_snapshot_ids)} snapshots, retain {self.retained_snapshots}"
             + (f": {ids}{more}" if ids else ""),
-            f"  policy: older than {self.older_than_ms} ms, retain last {self.retain_last}, "
+            f"  policy: older than {_when(self.older_than_ms)}, retain last {self.retain_last}, "
             "then each ref's own settings",
         ]
         if self.expire_refs:

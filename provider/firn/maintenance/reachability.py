@@ -374,15 +374,6 @@ def file_sizes(io: FileIO, paths: Iterable[str]) -> dict[str, int]:
     return dict(zip(todo, parallel_map(one, todo)))
 
 
-def snapshots_by_id(md: TableMetadata, ids: Iterable[int]) -> list[Snapshot]:
-    out = []
-    for i in ids:
-        s = md.snapshot_by_id(i)
-        if s is not None:
-            out.append(s)
-    return out
-
-
 def spec_ids_in_use(io: FileIO, md: TableMetadata, trees: Sequence[SnapshotTree]) -> set[int]:
     """Partition spec ids that the snapshots of ``trees`` use (manifests, V4 root entries and
     the entries of V4 leaves, which may mix specs)."""
@@ -448,6 +439,5 @@ __all__ = [
     "read_tree",
     "read_trees",
     "removed_by",
-    "snapshots_by_id",
     "spec_ids_in_use",
 ]

@@ -32,6 +32,7 @@ the references are checked again against the table as it is then.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -120,7 +121,7 @@ class RemoveOrphanFilesPlan(MaintenancePlan[RemoveOrphanFilesResult]):
     def describe(self) -> str:
         lines = [
             f"  listed {self.listed} files under {self.location}: {self.referenced} referenced paths known, "
-            f"{self.too_young} newer than {self.older_than_ms} ms kept, {self.hidden} hidden skipped",
+            f"{self.too_young} modified after {_when(self.older_than_ms)} kept, {self.hidden} hidden skipped",
             f"  {len(self.orphans)} orphans, {self.orphan_bytes} bytes"
             + (" (dry run: nothing is deleted; pass dry_run=False)" if self.dry_run else ""),
         ]
@@ -188,6 +189,10 @@ class RemoveOrphanFilesPlan(MaintenancePlan[RemoveOrphanFilesResult]):
             deleted_bytes=sum(t.deleted_bytes.values()),
             skipped=(*result.skipped, *(Skipped(item=p, reason=f"not deleted: {e}") for p, e in t.failed)),
         )
+
+
+def _when(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="seconds")
 
 
 # -- path identity (Java's FileURI) ---------------------------------------------------------------
