@@ -2,7 +2,7 @@
 
 Reach it through ``table.maintenance``::
 
-    op = table.maintenance.flush_root(force=True)
+    op = table.maintenance.expire_snapshots(retain_last=5)
     print(op.plan())          # dry run: a frozen, JSON-serializable plan
     result = op.run()         # work units on a runner, one commit; a typed result
 """
@@ -14,14 +14,23 @@ from firn.maintenance.base import (
     MaintenanceResult,
     Skipped,
 )
+from firn.maintenance.expire_snapshots import ExpireSnapshots, ExpireSnapshotsPlan, ExpireSnapshotsResult
 from firn.maintenance.flush_root import FlushRoot, FlushRootPlan, FlushRootResult
 from firn.maintenance.health import TableHealth, table_health
 from firn.maintenance.recommend import Estimate, Recommendation
+from firn.maintenance.remove_orphan_files import (
+    RemoveOrphanFiles,
+    RemoveOrphanFilesPlan,
+    RemoveOrphanFilesResult,
+)
 from firn.maintenance.runner import LocalRunner, Runner, WorkUnit
 from firn.maintenance.table_maintenance import TableMaintenance
 
 __all__ = [
     "Estimate",
+    "ExpireSnapshots",
+    "ExpireSnapshotsPlan",
+    "ExpireSnapshotsResult",
     "FlushRoot",
     "FlushRootPlan",
     "FlushRootResult",
@@ -30,6 +39,9 @@ __all__ = [
     "MaintenanceOperation",
     "MaintenancePlan",
     "MaintenanceResult",
+    "RemoveOrphanFiles",
+    "RemoveOrphanFilesPlan",
+    "RemoveOrphanFilesResult",
     "Runner",
     "Recommendation",
     "Skipped",

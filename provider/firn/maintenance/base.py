@@ -141,6 +141,11 @@ class MaintenancePlan(ABC, Generic[R]):
         """The plan's work units (run through a runner before the commit); none by default."""
         return []
 
+    def default_runner(self) -> Runner:
+        """The runner ``execute`` uses when none is given (operations size it from their
+        options, e.g. ``max_concurrent_deletes``)."""
+        return LocalRunner()
+
     def unit_function(self) -> UnitFunction | None:
         """The module-level function that executes the plan's work units, before and after the
         commit (dispatching on the unit's ``kind``); None when there are none."""
@@ -181,7 +186,7 @@ class MaintenancePlan(ABC, Generic[R]):
         with table.maintenance_lease(self.OPERATION):
             table.refresh()
             self.validate(table)
-            runner = runner or LocalRunner()
+            runner = runner or self.default_runner()
             with local_io(table.io) as io_ref:
                 results = self._run_units(runner, self.units(table, io_ref))
                 result = self.commit(table, results)

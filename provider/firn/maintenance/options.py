@@ -9,6 +9,7 @@ the wrong kind is one naming the option.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -98,6 +99,22 @@ def _str_list(name: str, value: object) -> tuple[str, ...]:
     raise ValidationError(f"option {name!r} must be a list of strings, got {value!r}")
 
 
+def _str_map(name: str, value: object) -> dict[str, str]:
+    """A string map: a mapping, or its JSON object text (``{"s3a,s3n": "s3"}``)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValidationError(
+                f"option {name!r} must be a JSON object of strings, got {value!r}"
+            ) from None
+    if isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        return dict(value)
+    raise ValidationError(f"option {name!r} must map strings to strings, got {value!r}")
+
+
 PARSERS: dict[str, Callable[[str, object], Any]] = {
     "bool": _bool,
     "int": _int,
@@ -106,6 +123,7 @@ PARSERS: dict[str, Callable[[str, object], Any]] = {
     "timestamp": _timestamp_ms,
     "int-list": _int_list,
     "str-list": _str_list,
+    "str-map": _str_map,
 }
 
 

@@ -1,0 +1,559 @@
+"""Snapshot expiry (Iceberg's ``expire_snapshots`` procedure; spec "Snapshot Retention Policy").
+
+``table.maintenance.expire_snapshots(older_than=..., retain_last=..., snapshot_ids=...,
+clean_expired_metadata=..., max_concurrent_deletes=...)``:
+
+* ``.plan()`` (the dry run) evaluates the retention policy (``firn.core.retention``: table
+  defaults ``history.expire.*``, overridden by ``older_than`` / ``retain_last``, and each ref's
+  own ``max-ref-age-ms`` / ``min-snapshots-to-keep`` / ``max-snapshot-age-ms``) and lists the
+  snapshots and refs that would go, the schemas and specs ``clean_expired_metadata`` would
+  drop, and the files that would be deleted: counts and bytes by kind, with the paths (all of
+  them up to ``PLAN_MAX_PATHS``; past that the plan says the list is partial and execution
+  works them out again).
+* ``.run()`` commits one metadata change removing them. The commit asserts the table UUID and
+  every ref it read, so a writer that lands first makes it re-evaluate the policy on the new
+  metadata (the commit loop's retry); it never expires more than the plan listed. Files are
+  deleted only after the commit landed, as ``delete-files`` work units through the runner, and
+  they are the files the committed change freed (worked out again whenever the table moved
+  since planning).
+
+``gc.enabled=false`` makes expiry metadata-only: snapshots go, no file is deleted (Iceberg Java
+refuses to expire at all; the metadata change is safe, deleting files may not be, since they
+may belong to another table). Metadata JSON files beyond ``write.metadata.previous-versions-max``
+are deleted by the catalog's commit when ``write.metadata.delete-after-commit.enabled`` is set;
+the plan lists the ones this commit's log trim drops, and any the catalog left behind are
+deleted with the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from firn.core.commit import CommitContext
+from firn.core.retention import RefRetention, evaluate_retention
+from firn.core.transaction import Transaction
+from firn.core.updates import (
+    AssertCurrentSchemaId,
+    AssertDefaultSpecId,
+    AssertRefSnapshotId,
+    AssertTableUUID,
+    RemovePartitionSpecs,
+    RemoveSchemas,
+    RemoveSnapshotRef,
+    RemoveSnapshots,
+    TableRequirement,
+    TableUpdate,
+)
+from firn.errors import ValidationError
+from firn.io.base import FileIO
+from firn.maintenance.base import (
+    MaintainedTable,
+    MaintenanceOperation,
+    MaintenancePlan,
+    MaintenanceResult,
+    Skipped,
+    plan_identity,
+)
+from firn.maintenance.expire_files import ExpiredFiles, expired_files
+from firn.maintenance.file_deletion import delete_units, run_delete_unit, tally
+from firn.maintenance.options import Option, options_of
+from firn.maintenance.reachability import (
+    DATA_FILES,
+    EQUALITY_DELETE_FILES,
+    FILE_KINDS,
+    MANIFEST_LISTS,
+    MANIFESTS,
+    METADATA_FILES,
+    POSITION_DELETE_FILES,
+    STATISTICS_FILES,
+    FileSet,
+    read_trees,
+    spec_ids_in_use,
+)
+from firn.maintenance.runner import LocalRunner, Runner, UnitFunction, UnitResult, WorkUnit
+from firn.spec.snapshots import MAIN_BRANCH
+from firn.spec.table_metadata import TableMetadata, now_ms
+
+# Paths a plan lists in full; past this it lists counts and bytes, and execution works the
+# paths out again (plans travel as JSON: XCom, a CLI dry run, a Spark job's arguments).
+PLAN_MAX_PATHS = 10_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileGroup:
+    """Files of one kind: how many, their bytes (files of unknown size count 0), and the paths
+    with their sizes (-1: unknown), possibly only the first ones (see ``paths_complete``)."""
+
+    count: int
+    bytes: int
+    paths: tuple[str, ...] = ()
+    sizes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExpireSnapshotsResult(MaintenanceResult):
+    """What an expiry did. ``deleted_files`` / ``deleted_bytes`` are by kind
+    (``firn.maintenance.reachability.FILE_KINDS``); ``metadata_location`` is the committed
+    metadata (None: nothing to commit). Iceberg's output columns are properties."""
+
+    OPERATION: ClassVar[str] = "expire_snapshots"
+
+    metadata_location: str | None = None
+    expired_snapshot_ids: tuple[int, ...] = ()
+    expired_refs: tuple[str, ...] = ()
+    removed_spec_ids: tuple[int, ...] = ()
+    removed_schema_ids: tuple[int, ...] = ()
+    strategy: str = "none"
+    gc_enabled: bool = True
+    deleted_files: dict[str, int] = field(default_factory=dict)
+    deleted_bytes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def deleted_files_count(self) -> int:
+        return sum(self.deleted_files.values())
+
+    @property
+    def deleted_bytes_total(self) -> int:
+        return sum(self.deleted_bytes.values())
+
+    @property
+    def deleted_data_files_count(self) -> int:
+        return self.deleted_files.get(DATA_FILES, 0)
+
+    @property
+    def deleted_position_delete_files_count(self) -> int:
+        # Puffin DV files are position deletes too (v3); Java counts them there.
+        return self.deleted_files.get(POSITION_DELETE_FILES, 0) + self.deleted_files.get("puffin_files", 0)
+
+    @property
+    def deleted_equality_delete_files_count(self) -> int:
+        return self.deleted_files.get(EQUALITY_DELETE_FILES, 0)
+
+    @property
+    def deleted_manifest_files_count(self) -> int:
+        return self.deleted_files.get(MANIFESTS, 0) + self.deleted_files.get("leaf_manifests", 0)
+
+    @property
+    def deleted_manifest_lists_count(self) -> int:
+        return self.deleted_files.get(MANIFEST_LISTS, 0) + self.deleted_files.get("root_manifests", 0)
+
+    @property
+    def deleted_statistics_files_count(self) -> int:
+        return self.deleted_files.get(STATISTICS_FILES, 0) + self.deleted_files.get(
+            "partition_statistics_files", 0
+        )
+
+
+def _groups(files: FileSet, limit: int) -> tuple[dict[str, FileGroup], bool]:
+    out: dict[str, FileGroup] = {}
+    budget = limit
+    complete = True
+    for kind in FILE_KINDS:
+        group = files.kind(kind)
+        if not group:
+            continue
+        paths = sorted(group)
+        listed = paths[: max(budget, 0)]
+        budget -= len(listed)
+        complete = complete and len(listed) == len(paths)
+        out[kind] = FileGroup(
+            count=len(group),
+            bytes=sum(max(s, 0) for s in group.values()),
+            paths=tuple(listed),
+            sizes=tuple(group[p] for p in listed),
+        )
+    return out, complete
+
+
+def _when(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="seconds")
+
+
+def _fmt_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if size < 1024 or unit == "TB":
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover - the loop always returns
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
+    """What an expiry would do, from the metadata it was planned on. ``files`` holds what would
+    be deleted by kind; ``paths_complete`` says whether every path is listed."""
+
+    OPERATION: ClassVar[str] = "expire_snapshots"
+
+    now_ms: int
+    older_than_ms: int
+    retain_last: int
+    expire_snapshot_ids: tuple[int, ...]
+    expire_refs: tuple[str, ...]
+    retained_snapshots: int
+    remove_spec_ids: tuple[int, ...] = ()
+    remove_schema_ids: tuple[int, ...] = ()
+    gc_enabled: bool = True
+    strategy: str = "none"
+    files: dict[str, FileGroup] = field(default_factory=dict)
+    paths_complete: bool = True
+    skipped: tuple[Skipped, ...] = ()
+
+    @property
+    def is_noop(self) -> bool:
+        return not (
+            self.expire_snapshot_ids or self.expire_refs or self.remove_spec_ids or self.remove_schema_ids
+        )
+
+    def describe(self) -> str:
+        ids = ", ".join(str(i) for i in self.expire_snapshot_ids[:10])
+        more = (
+            f", ... ({len(self.expire_snapshot_ids) - 10} more)" if len(self.expire_snapshot_ids) > 10 else ""
+        )
+        lines = [
+            f"  expire {len(self.expire_snapshot_ids)} snapshots, retain {self.retained_snapshots}"
+            + (f": {ids}{more}" if ids else ""),
+            f"  policy: older than {_when(self.older_than_ms)}, retain last {self.retain_last}, "
+            "then each ref's own settings",
+        ]
+        if self.expire_refs:
+            lines.append(f"  drop expired refs: {', '.join(self.expire_refs)}")
+        if self.remove_spec_ids or self.remove_schema_ids:
+            lines.append(
+                f"  remove unused partition specs {list(self.remove_spec_ids)} and schemas "
+                f"{list(self.remove_schema_ids)}"
+            )
+        if not self.gc_enabled:
+            lines.append("  gc.enabled=false: metadata only, no file will be deleted")
+        elif self.files:
+            total = sum(g.count for g in self.files.values())
+            size = sum(g.bytes for g in self.files.values())
+            lines.append(f"  would delete {total} files, {_fmt_bytes(size)} ({self.strategy} cleanup):")
+            for kind, g in self.files.items():
+                lines.append(f"    {kind}: {g.count} ({_fmt_bytes(g.bytes)})")
+            if not self.paths_complete:
+                lines.append(f"  (the plan lists the first {PLAN_MAX_PATHS} paths; all are deleted)")
+        for s in self.skipped:
+            lines.append(f"  skipped {s.item}: {s.reason}")
+        return "\n".join(lines)
+
+    def default_runner(self) -> Runner:
+        n = self.options.get("max-concurrent-deletes")
+        return LocalRunner(max_workers=int(n)) if n else LocalRunner()
+
+    def unit_function(self) -> UnitFunction | None:
+        return run_delete_unit
+
+    # -- commit ------------------------------------------------------------------------------------
+    def commit(self, table: MaintainedTable, results: Sequence[UnitResult]) -> ExpireSnapshotsResult:
+        start, start_location = table.metadata, table.metadata_location
+        action = _ExpireAction(self)
+        committed = Transaction(table).add_action(action).commit()
+        base = action.base
+        if base is None or not (action.expired or action.dropped_refs or action.specs or action.schemas):
+            object.__setattr__(self, "_pending", FileSet())
+            return ExpireSnapshotsResult(table=self.table, skipped=tuple(action.skipped), strategy="none")
+        skipped = list(action.skipped)
+        gc = base.table_properties.gc_enabled
+        pending = FileSet()
+        strategy = "none"
+        if not gc:
+            skipped.append(Skipped(item="files", reason="gc.enabled=false: metadata only, no file deleted"))
+        elif action.expired:
+            same_state = base is start and start_location == self.metadata_location
+            if same_state and self.paths_complete and action.expired == frozenset(self.expire_snapshot_ids):
+                for kind, g in self.files.items():
+                    if kind == METADATA_FILES:
+                        continue  # the catalog's commit deletes those (below)
+                    for p, size in zip(g.paths, g.sizes):
+                        pending.add(kind, p, size)
+                strategy = self.strategy
+            else:
+                found = expired_files(table.io, base, action.expired)
+                pending, strategy = found.files, found.strategy
+        deleted: dict[str, int] = {}
+        leftovers = _metadata_files_dropped(table.io, base, table.metadata)
+        if gc and leftovers is not None:
+            gone, still_there = leftovers
+            if gone:
+                deleted[METADATA_FILES] = gone
+            for p in still_there:
+                pending.add(METADATA_FILES, p, -1)
+        object.__setattr__(self, "_pending", pending)
+        return ExpireSnapshotsResult(
+            table=self.table,
+            metadata_location=committed.metadata_location,
+            expired_snapshot_ids=tuple(sorted(action.expired)),
+            expired_refs=tuple(sorted(action.dropped_refs)),
+            removed_spec_ids=tuple(sorted(action.specs)),
+            removed_schema_ids=tuple(sorted(action.schemas)),
+            strategy=strategy,
+            gc_enabled=gc,
+            deleted_files=deleted,
+            skipped=tuple(skipped),
+        )
+
+    def cleanup_units(
+        self, table: MaintainedTable, result: ExpireSnapshotsResult, io_ref: str
+    ) -> list[WorkUnit]:
+        pending: FileSet = getattr(self, "_pending", FileSet())
+        n = self.options.get("max-concurrent-deletes")
+        return delete_units(
+            pending.files,
+            io=table.io,
+            metadata_location=table.metadata_location,
+            io_ref=io_ref,
+            max_concurrent_deletes=int(n) if n else None,
+        )
+
+    def finish(self, result: ExpireSnapshotsResult, cleanup: Sequence[UnitResult]) -> ExpireSnapshotsResult:
+        t = tally(cleanup)
+        deleted = dict(result.deleted_files)
+        for kind, n in t.deleted.items():
+            deleted[kind] = deleted.get(kind, 0) + n
+        skipped = (*result.skipped, *(Skipped(item=p, reason=f"not deleted: {e}") for p, e in t.failed))
+        object.__setattr__(self, "_pending", FileSet())
+        return dataclasses.replace(
+            result,
+            deleted_files={k: v for k, v in deleted.items() if v},
+            deleted_bytes={k: v for k, v in t.deleted_bytes.items() if v},
+            skipped=skipped,
+        )
+
+
+def _metadata_files_dropped(
+    io: FileIO, before: TableMetadata, after: TableMetadata
+) -> tuple[int, list[str]] | None:
+    """Metadata JSON files this commit's log trim dropped (None unless
+    ``write.metadata.delete-after-commit.enabled``): how many the catalog deleted, and which
+    are still there."""
+    if not after.table_properties.metadata_delete_after_commit:
+        return None
+    kept = {e.metadata_file for e in after.metadata_log}
+    dropped = [e.metadata_file for e in before.metadata_log if e.metadata_file not in kept]
+    still = [p for p in dropped if io.new_input(p).exists()]
+    return len(dropped) - len(still), still
+
+
+# -- the retention policy, evaluated for a plan or a commit attempt ---------------------------------
+@dataclass
+class _Evaluation:
+    retention: RefRetention
+    expire: set[int]
+    skipped: list[Skipped]
+
+
+def _evaluate(
+    md: TableMetadata,
+    *,
+    now: int,
+    older_than: int,
+    retain_last: int,
+    snapshot_ids: Sequence[int],
+    strict: bool,
+) -> _Evaluation:
+    """The snapshots the policy expires plus those named by ``snapshot_ids`` (Java adds them to
+    the policy's). A named snapshot a retained ref points at is an error when planning
+    (``strict``) and left alone when a commit attempt re-evaluates."""
+    retention = evaluate_retention(md, now, older_than_ms=older_than, retain_last=retain_last)
+    expire = set(retention.expired_snapshot_ids(md))
+    skipped: list[Skipped] = []
+    heads: dict[int, list[str]] = {}
+    for name, ref in retention.retained_refs.items():
+        heads.setdefault(ref.snapshot_id, []).append(name)
+    for sid in snapshot_ids:
+        if md.snapshot_by_id(sid) is None:
+            skipped.append(Skipped(item=f"snapshot {sid}", reason="not in the table (already expired?)"))
+        elif sid in heads:
+            if strict:
+                raise ValidationError(
+                    f"cannot expire snapshot {sid} of {md.location}: refs {sorted(heads[sid])} point at it"
+                )
+            skipped.append(
+                Skipped(item=f"snapshot {sid}", reason=f"refs {sorted(heads[sid])} point at it now")
+            )
+        else:
+            expire.add(sid)
+    return _Evaluation(retention, expire, skipped)
+
+
+def _unused_metadata(io: FileIO, md: TableMetadata, expire: set[int]) -> tuple[set[int], set[int]]:
+    """Partition specs and schemas no retained snapshot uses (the default spec and the current
+    schema always stay; a retained snapshot without a schema id keeps every schema)."""
+    retained = [s for s in md.snapshots if s.snapshot_id not in expire]
+    specs_used = spec_ids_in_use(io, md, read_trees(io, md, retained)) | {md.default_spec_id}
+    specs = {s.spec_id for s in md.partition_specs} - specs_used
+    if any(s.schema_id is None for s in retained):
+        return specs, set()
+    schemas_used = {s.schema_id for s in retained if s.schema_id is not None} | {md.current_schema_id}
+    return specs, {s.schema_id for s in md.schemas} - schemas_used
+
+
+class _ExpireAction:
+    """The commit action: re-evaluates the policy on each attempt's base and expires what the
+    plan listed and the policy still expires there."""
+
+    def __init__(self, plan: ExpireSnapshotsPlan) -> None:
+        self.plan = plan
+        self.base: TableMetadata | None = None
+        self.expired: frozenset[int] = frozenset()
+        self.dropped_refs: set[str] = set()
+        self.specs: set[int] = set()
+        self.schemas: set[int] = set()
+        self.skipped: list[Skipped] = []
+
+    def apply(
+        self, base: TableMetadata, ctx: CommitContext
+    ) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        p = self.plan
+        ev = _evaluate(
+            base,
+            now=p.now_ms,
+            older_than=p.older_than_ms,
+            retain_last=p.retain_last,
+            snapshot_ids=tuple(p.options.get("snapshot-ids") or ()),
+            strict=False,
+        )
+        planned = set(p.expire_snapshot_ids)
+        self.base = base
+        self.expired = frozenset(ev.expire & planned)
+        self.dropped_refs = set(ev.retention.expired_refs) & set(p.expire_refs)
+        self.skipped = ev.skipped + [
+            Skipped(
+                item=f"snapshot {sid}", reason="retained on the current metadata (a ref moved or was added)"
+            )
+            for sid in sorted(planned - ev.expire)
+            if base.snapshot_by_id(sid) is not None
+        ]
+        self.specs, self.schemas = set(), set()
+        if p.options.get("clean-expired-metadata"):
+            specs, schemas = _unused_metadata(ctx.io, base, set(self.expired))
+            self.specs = specs & set(p.remove_spec_ids)
+            self.schemas = schemas & set(p.remove_schema_ids)
+        updates: list[TableUpdate] = [RemoveSnapshotRef(name) for name in sorted(self.dropped_refs)]
+        if self.expired:
+            updates.append(RemoveSnapshots(tuple(sorted(self.expired))))
+        requirements: list[TableRequirement] = [AssertTableUUID(base.table_uuid)]
+        for name in sorted({*base.refs, MAIN_BRANCH}):
+            ref = base.ref(name)
+            requirements.append(AssertRefSnapshotId(name, ref.snapshot_id if ref is not None else None))
+        if self.specs:
+            updates.append(RemovePartitionSpecs(tuple(sorted(self.specs))))
+            requirements.append(AssertDefaultSpecId(base.default_spec_id))
+        if self.schemas:
+            updates.append(RemoveSchemas(tuple(sorted(self.schemas))))
+            requirements.append(AssertCurrentSchemaId(base.current_schema_id))
+        if not updates:
+            return [], []
+        return updates, requirements
+
+    def files_in_use(self) -> set[str]:
+        return set()
+
+    def written_files(self) -> Sequence[str]:
+        return ()
+
+
+class ExpireSnapshots(MaintenanceOperation[ExpireSnapshotsPlan, ExpireSnapshotsResult]):
+    """``table.maintenance.expire_snapshots(**options)``; see the module docstring."""
+
+    OPERATION = "expire_snapshots"
+    OPTIONS = options_of(
+        Option(
+            "older-than",
+            "timestamp",
+            "expire snapshots older than this (default: now - history.expire.max-snapshot-age-ms, 5 days)",
+        ),
+        Option(
+            "retain-last",
+            "int",
+            "ancestors of each branch to keep whatever their age (default: history.expire.min-snapshots-to-keep, 1)",
+        ),
+        Option("snapshot-ids", "int-list", "also expire these snapshots (no ref may point at them)"),
+        Option(
+            "clean-expired-metadata", "bool", "remove partition specs and schemas no retained snapshot uses"
+        ),
+        Option(
+            "max-concurrent-deletes", "int", "at most this many file deletes at once (default: the runner's)"
+        ),
+    )
+
+    def __init__(self, table: MaintainedTable, **options: object) -> None:
+        super().__init__(table, **options)
+        retain = self.options.get("retain-last")
+        if retain is not None and retain < 1:
+            raise ValidationError(f"expire_snapshots: retain_last must be at least 1, got {retain}")
+        deletes = self.options.get("max-concurrent-deletes")
+        if deletes is not None and deletes < 1:
+            raise ValidationError(
+                f"expire_snapshots: max_concurrent_deletes must be at least 1, got {deletes}"
+            )
+
+    def plan(self) -> ExpireSnapshotsPlan:
+        md = self.table.metadata
+        props = md.table_properties
+        now = now_ms()
+        older_than = self.options.get("older-than", now - props.max_snapshot_age_ms)
+        retain_last = self.options.get("retain-last", props.min_snapshots_to_keep)
+        snapshot_ids = tuple(self.options.get("snapshot-ids", ()))
+        clean = bool(self.options.get("clean-expired-metadata", False))
+        ev = _evaluate(
+            md,
+            now=now,
+            older_than=older_than,
+            retain_last=retain_last,
+            snapshot_ids=snapshot_ids,
+            strict=True,
+        )
+        specs: set[int] = set()
+        schemas: set[int] = set()
+        if clean:
+            specs, schemas = _unused_metadata(self.table.io, md, ev.expire)
+        found = ExpiredFiles("none", FileSet())
+        if props.gc_enabled and ev.expire:
+            found = expired_files(self.table.io, md, frozenset(ev.expire))
+        files = found.files
+        if props.gc_enabled and props.metadata_delete_after_commit and ev.expire:
+            # The commit appends the current metadata file to the log, trimmed to the maximum.
+            log = [e.metadata_file for e in md.metadata_log] + [self.table.metadata_location]
+            for p in log[: max(0, len(log) - props.metadata_previous_versions_max)]:
+                files.add(METADATA_FILES, p, -1)
+        groups, complete = _groups(files, PLAN_MAX_PATHS)
+        head = md.snapshot_for_ref(MAIN_BRANCH)
+        options: dict[str, Any] = {
+            "older-than": older_than,
+            "retain-last": retain_last,
+            "snapshot-ids": list(snapshot_ids),
+            "clean-expired-metadata": clean,
+        }
+        if "max-concurrent-deletes" in self.options:
+            options["max-concurrent-deletes"] = self.options["max-concurrent-deletes"]
+        return ExpireSnapshotsPlan(
+            **plan_identity(self.table, head.snapshot_id if head else None, options),
+            now_ms=now,
+            older_than_ms=older_than,
+            retain_last=retain_last,
+            expire_snapshot_ids=tuple(sorted(ev.expire)),
+            expire_refs=tuple(sorted(ev.retention.expired_refs)),
+            retained_snapshots=len(md.snapshots) - len(ev.expire),
+            remove_spec_ids=tuple(sorted(specs)),
+            remove_schema_ids=tuple(sorted(schemas)),
+            gc_enabled=props.gc_enabled,
+            strategy=found.strategy,
+            files=groups,
+            paths_complete=complete,
+            skipped=tuple(ev.skipped),
+        )
+
+
+__all__ = [
+    "PLAN_MAX_PATHS",
+    "ExpireSnapshots",
+    "ExpireSnapshotsPlan",
+    "ExpireSnapshotsResult",
+    "FileGroup",
+]
