@@ -205,7 +205,12 @@ class RewriteFiles(SnapshotProducer):
     def apply(
         self, base: TableMetadata, ctx: CommitContext
     ) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        before = len(self.failed)
         self.drop_conflicting(base, ctx)
+        if len(self.failed) != before:
+            # Tree writers reuse the manifests they wrote for this commit's new files across
+            # attempts; with fewer groups those are stale, so start a fresh writer.
+            self._tree = None
         if not any(not g.is_empty for g in self.live_groups):
             return [], []
         return super().apply(base, ctx)
