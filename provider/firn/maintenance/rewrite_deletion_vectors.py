@@ -252,6 +252,14 @@ class RewriteDeletionVectorsPlan(MaintenancePlan[RewriteDeletionVectorsResult]):
     ) -> RewriteDeletionVectorsResult:
         groups = {g.group_id: g for g in self.groups}
         done = [groups[c.group_id] for c in committed]
+        # Items whose deletes held no position for their file write no DV: count what was written.
+        written = {d.referenced_data_file for c in committed for d in c.added_deletes}
+
+        def count(action: str) -> int:
+            return sum(
+                1 for g in done for i in g.items if i.action == action and i.data_file["file-path"] in written
+            )
+
         return RewriteDeletionVectorsResult(
             table=self.table,
             snapshot_id=snapshot_ids[-1] if snapshot_ids else None,
@@ -259,8 +267,8 @@ class RewriteDeletionVectorsPlan(MaintenancePlan[RewriteDeletionVectorsResult]):
             added_delete_files_count=sum(len(c.added_deletes) for c in committed),
             rewritten_bytes_count=sum(_bytes(c.removed_deletes) for c in committed),
             added_bytes_count=sum(_bytes(c.added_deletes) for c in committed),
-            converted_data_files=sum(1 for g in done for i in g.items if i.action == "convert"),
-            packed_dvs=sum(1 for g in done for i in g.items if i.action == "pack"),
+            converted_data_files=count("convert"),
+            packed_dvs=count("pack"),
             removed_dangling_count=sum(len(g.removes) for g in done if g.reason == "dangling"),
             snapshot_ids=tuple(snapshot_ids),
             high_delete_ratio=self.high_delete_ratio,

@@ -18,6 +18,7 @@ them, or merged them) is dropped and its outputs deleted; the others commit.
 
 from __future__ import annotations
 
+import itertools
 import math
 import uuid
 from collections.abc import Callable, Sequence
@@ -378,6 +379,7 @@ class _Tree:
 
 # -- the work units -------------------------------------------------------------------------------------
 def _cluster_key(md: TableMetadata, spec_id: int, sort_by: Sequence[str]) -> Callable[[ManifestEntry], Any]:
+    """The partition values an entry is clustered by (nulls first), as a sortable tuple."""
     spec = md.spec_by_id(spec_id)
     ptype = spec.partition_type(md.schema())
     names = [f.name for f in spec.fields]
@@ -386,10 +388,23 @@ def _cluster_key(md: TableMetadata, spec_id: int, sort_by: Sequence[str]) -> Cal
 
     def key(e: ManifestEntry) -> Any:
         p = e.data_file.partition
-        parts = tuple((p[i] is not None, k(p[i]) if p[i] is not None else 0) for i, k in zip(chosen, keys))
-        return (parts, e.data_file.file_path)
+        return tuple((p[i] is not None, k(p[i]) if p[i] is not None else 0) for i, k in zip(chosen, keys))
 
     return key
+
+
+def cluster_cuts(keys: Sequence[Any], count: int) -> list[int]:
+    """Where to cut a sorted list into about ``count`` runs without splitting equal keys
+    (Spark's range partitioning, which Java's action uses, keeps a key in one partition):
+    each ideal cut moves to the nearest key boundary. Returns the start of every run."""
+    n = len(keys)
+    boundaries = [i for i in range(1, n) if keys[i] != keys[i - 1]]
+    cuts = {0}
+    if boundaries:
+        for k in range(1, count):
+            ideal = k * n / count
+            cuts.add(min(boundaries, key=lambda b: (abs(b - ideal), b)))
+    return sorted(cuts)
 
 
 def rewrite_legacy_group(
@@ -405,19 +420,19 @@ def rewrite_legacy_group(
     for m in (manifest_file_from_json(x) for x in group.manifests):
         for e in read_manifest(io.new_input(m.manifest_path), m, partition_type=ptype):
             entries.append(e if e.status is EntryStatus.EXISTING else e.evolve(status=EntryStatus.EXISTING))
-    entries.sort(key=_cluster_key(md, group.spec_id, sort_by))
-    count = max(1, min(group.output_manifests, len(entries)))
-    per = math.ceil(len(entries) / count) if entries else 0
+    cluster = _cluster_key(md, group.spec_id, sort_by)
+    entries.sort(key=lambda e: (cluster(e), e.data_file.file_path))
+    starts = cluster_cuts([cluster(e) for e in entries], group.output_manifests) if entries else []
     written: list[str] = []
     out: list[ManifestFile] = []
     try:
-        for i in range(0, len(entries), max(1, per)):
+        for start, stop in itertools.pairwise([*starts, len(entries)]):
             location = f"{metadata_dir(md)}/{uuid.uuid4()}-m{len(out)}.avro"
             written.append(location)
             out.append(
                 write_manifest(
                     io.new_output(location),
-                    entries[i : i + per],
+                    entries[start:stop],
                     spec=spec,
                     schema=schema,
                     format_version=md.format_version,

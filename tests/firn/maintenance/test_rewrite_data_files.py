@@ -97,7 +97,12 @@ def test_min_input_files_and_size_criteria_are_honoured(sqlite_catalog: SqlCatal
     big_enough = t.maintenance.rewrite_data_files(target_file_size_bytes=int(smallest / 0.75) - 1).plan()
     assert big_enough.is_noop
     # rewrite_all takes everything, whatever the criteria.
-    assert t.maintenance.rewrite_data_files(rewrite_all=True, target_file_size_bytes=1 << 40).plan().rewritten_files == 5
+    assert (
+        t.maintenance.rewrite_data_files(rewrite_all=True, target_file_size_bytes=1 << 40)
+        .plan()
+        .rewritten_files
+        == 5
+    )
     # max_file_group_size_bytes splits a partition into several groups.
     largest = max(f.file_size_in_bytes for f in data_files(t))
     split = t.maintenance.rewrite_data_files(max_file_group_size_bytes=largest * 2, min_input_files=2).plan()
@@ -118,7 +123,9 @@ def test_delete_thresholds_select_single_files(sqlite_catalog: SqlCatalog) -> No
     assert t.maintenance.rewrite_data_files(delete_ratio_threshold=0.5, **sized).plan().is_noop
     by_ratio = t.maintenance.rewrite_data_files(**sized).plan()
     assert [gf.path for g in by_ratio.groups for gf in g.files] == [first]
-    by_count = t.maintenance.rewrite_data_files(delete_ratio_threshold=0.9, delete_file_threshold=1, **sized).plan()
+    by_count = t.maintenance.rewrite_data_files(
+        delete_ratio_threshold=0.9, delete_file_threshold=1, **sized
+    ).plan()
     assert [gf.path for g in by_count.groups for gf in g.files] == [first]
     result = by_count.execute(t)
     assert result.removed_delete_files_count == 1 and delete_files(t) == set()
@@ -188,7 +195,9 @@ def test_partial_progress_commits_groups_separately(sqlite_catalog: SqlCatalog) 
 
 def _equality_delete(table: object, ids_to_delete: list[int]) -> None:
     t = table  # a fresh Table object: the concurrent writer
-    rows = pa.table({"id": pa.array(ids_to_delete, pa.int64()), "region": pa.array(["eu"] * len(ids_to_delete))})
+    rows = pa.table(
+        {"id": pa.array(ids_to_delete, pa.int64()), "region": pa.array(["eu"] * len(ids_to_delete))}
+    )
     files = write_equality_delete_files(t.io, t.metadata, rows, ["id"])  # type: ignore[attr-defined]
     t.row_delta().add_deletes(files).commit()  # type: ignore[attr-defined]
 
@@ -241,7 +250,9 @@ def test_a_concurrent_dv_fails_that_group_cleanly(
     writer = make_sqlite_catalog(tmp_path, name="test").load_table("db.events")
     runner = HookRunner(lambda: writer.delete("id = 5"))  # region "us": a DV on a rewritten file
     result = (
-        t.maintenance.rewrite_data_files(min_input_files=2, partial_progress_enabled=partial).plan().execute(t, runner)
+        t.maintenance.rewrite_data_files(min_input_files=2, partial_progress_enabled=partial)
+        .plan()
+        .execute(t, runner)
     )
     assert [g.partition for g in result.failed_groups] == ["region=us"]
     assert result.failed_data_files_count == 4 and result.groups_committed == 3
@@ -267,7 +278,9 @@ def test_a_concurrent_removal_of_a_rewritten_file_fails_that_group(
     assert ids(t) == list(range(4, 80))
 
 
-def test_plans_round_trip_json_and_run_from_another_connection(sqlite_catalog: SqlCatalog, tmp_path: Path) -> None:
+def test_plans_round_trip_json_and_run_from_another_connection(
+    sqlite_catalog: SqlCatalog, tmp_path: Path
+) -> None:
     t = make_table(sqlite_catalog, "3", properties=MOR)
     fill(t, "3", appends=3, rows=20)
     t.delete("id = 7")
@@ -275,7 +288,11 @@ def test_plans_round_trip_json_and_run_from_another_connection(sqlite_catalog: S
     plan = t.maintenance.rewrite_data_files(min_input_files=2, where="region = 'eu' or region = 'us'").plan()
     text = plan.to_json()
     again = MaintenancePlan.from_json(text)
-    assert isinstance(again, RewriteDataFilesPlan) and again == plan and json.loads(text)["operation"] == "rewrite_data_files"
+    assert (
+        isinstance(again, RewriteDataFilesPlan)
+        and again == plan
+        and json.loads(text)["operation"] == "rewrite_data_files"
+    )
     assert {g.partition for g in again.groups} == {"region=eu", "region=us"}  # the where filter
     other = make_sqlite_catalog(tmp_path, name="test")
     result = again.execute(other.load_table("db.events"))
@@ -317,7 +334,9 @@ def test_dry_run_writes_nothing(sqlite_catalog: SqlCatalog, tmp_path: Path) -> N
 
 @pytest.mark.parametrize("version", ["2", "3"])
 @pytest.mark.parametrize("starting", [True, False])
-def test_remove_dangling_deletes_runs_a_second_commit(sqlite_catalog: SqlCatalog, version: str, starting: bool) -> None:
+def test_remove_dangling_deletes_runs_a_second_commit(
+    sqlite_catalog: SqlCatalog, version: str, starting: bool
+) -> None:
     t = make_table(sqlite_catalog, version, partition_spec=None, properties=MOR)
     fill(t, version, appends=3, rows=20)
     t.delete("id = 1 or id = 25 or id = 59")  # one position file for 3 data files (v2); 3 DVs (v3)
@@ -362,7 +381,9 @@ def test_output_spec_id_repartitions(sqlite_catalog: SqlCatalog) -> None:
         t.maintenance.rewrite_data_files(output_spec_id=9).plan()
 
 
-def test_a_failing_group_fails_the_run_unless_partial_progress(sqlite_catalog: SqlCatalog, tmp_path: Path) -> None:
+def test_a_failing_group_fails_the_run_unless_partial_progress(
+    sqlite_catalog: SqlCatalog, tmp_path: Path
+) -> None:
     t = make_table(sqlite_catalog, "2")
     fill(t, "2", appends=3, rows=20)
     before = rows_of(t)

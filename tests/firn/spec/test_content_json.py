@@ -115,7 +115,16 @@ def test_special_floats_survive_strict_json(value: float) -> None:
     [
         ({"content": "data"}, "file-format"),
         ({"content": "bogus"}, "unknown content"),
-        ({"content": "data", "file-path": "p", "file-format": "parquet", "spec-id": 0, "record-count": "1"}, "record-count"),
+        (
+            {
+                "content": "data",
+                "file-path": "p",
+                "file-format": "parquet",
+                "spec-id": 0,
+                "record-count": "1",
+            },
+            "record-count",
+        ),
         (
             {
                 "content": "data",
