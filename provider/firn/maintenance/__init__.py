@@ -15,6 +15,18 @@ from firn.maintenance.base import (
     Skipped,
 )
 from firn.maintenance.flush_root import FlushRoot, FlushRootPlan, FlushRootResult
+from firn.maintenance.rewrite_data_files import RewriteDataFiles, RewriteDataFilesPlan, RewriteDataFilesResult
+from firn.maintenance.rewrite_deletion_vectors import (
+    RewriteDeletionVectors,
+    RewriteDeletionVectorsPlan,
+    RewriteDeletionVectorsResult,
+)
+from firn.maintenance.rewrite_manifests import RewriteManifests, RewriteManifestsPlan, RewriteManifestsResult
+from firn.maintenance.rewrite_position_deletes import (
+    RewritePositionDeleteFiles,
+    RewritePositionDeleteFilesPlan,
+    RewritePositionDeleteFilesResult,
+)
 from firn.maintenance.runner import LocalRunner, Runner, WorkUnit
 from firn.maintenance.table_maintenance import TableMaintenance
 
@@ -27,6 +39,18 @@ __all__ = [
     "MaintenanceOperation",
     "MaintenancePlan",
     "MaintenanceResult",
+    "RewriteDataFiles",
+    "RewriteDataFilesPlan",
+    "RewriteDataFilesResult",
+    "RewriteDeletionVectors",
+    "RewriteDeletionVectorsPlan",
+    "RewriteDeletionVectorsResult",
+    "RewriteManifests",
+    "RewriteManifestsPlan",
+    "RewriteManifestsResult",
+    "RewritePositionDeleteFiles",
+    "RewritePositionDeleteFilesPlan",
+    "RewritePositionDeleteFilesResult",
     "Runner",
     "Skipped",
     "TableMaintenance",

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from firn.core.scan import DataScan, to_expression
+from firn.core.scan import to_expression
 from firn.deletes.index import partition_key
 from firn.errors import FirnError, StalePlan, ValidationError
 from firn.expressions import bind
@@ -58,6 +58,7 @@ from firn.maintenance.rewrite_planning import (
     FileGroup,
     FileSizes,
     GroupFile,
+    branch_scan,
     commit_batches,
     delete_ratio,
     live_delete_entries,
@@ -308,7 +309,7 @@ def _remove_dangling(table: MaintainedTable, branch: str) -> tuple[int | None, i
     snap = md.snapshot_for_ref(branch)
     if snap is None:
         return None, 0
-    tasks = DataScan(table, snapshot_id=snap.snapshot_id).plan_files()
+    tasks = branch_scan(table, branch).plan_files()
     found = dangling_deletes(md, tasks, live_delete_entries(table.io, md, snap))
     if not found:
         return None, 0
@@ -440,7 +441,7 @@ class RewriteDataFiles(MaintenanceOperation[RewriteDataFilesPlan, RewriteDataFil
             raise ValidationError(f"{self.OPERATION}: {self.table.name} has no branch {o['branch']!r}")
         where = to_expression(o.get("where"))
         bind(md.schema(), where)
-        tasks = DataScan(self.table, filter=where, snapshot_id=snap.snapshot_id).plan_files() if snap else []
+        tasks = branch_scan(self.table, o["branch"], where).plan_files() if snap else []
         groups, skipped = _plan_groups(md, list(tasks), o)
         seq = None
         if (

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from firn.core.planning import FileScanTask
-from firn.core.scan import DataScan, to_expression
+from firn.core.scan import to_expression
 from firn.deletes.apply import load_positions
 from firn.deletes.bitmap import PositionBitmap
 from firn.deletes.writers import referenced_data_file_of, write_deletion_vectors
@@ -56,6 +56,7 @@ from firn.maintenance.rewrite_planning import (
     DEFAULT_MIN_INPUT_FILES,
     DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,
     FileSizes,
+    branch_scan,
     commit_batches,
     known_deleted_records,
     live_delete_entries,
@@ -343,18 +344,16 @@ class _Planned:
 
 
 def plan_dv_groups(
-    table: MaintainedTable, md: TableMetadata, snapshot_id: int, o: dict[str, Any], *, pack_dvs: bool
+    table: MaintainedTable, md: TableMetadata, o: dict[str, Any], *, pack_dvs: bool
 ) -> tuple[_Planned, int]:
-    """The groups of a DV rewrite of ``snapshot_id`` (``pack_dvs=False``: conversions and
-    dangling removals only, as ``rewrite_position_delete_files`` does on v3+ tables)."""
-    snap = md.snapshot(snapshot_id)
-    all_tasks: Sequence[FileScanTask] = DataScan(table, snapshot_id=snapshot_id).plan_files()
+    """The groups of a DV rewrite of the head of branch ``o["branch"]`` (``pack_dvs=False``:
+    conversions and dangling removals only, as ``rewrite_position_delete_files`` does on v3+)."""
+    snap = md.snapshot_for_ref(o["branch"])
+    all_tasks: Sequence[FileScanTask] = branch_scan(table, o["branch"]).plan_files()
     where = to_expression(o.get("where"))
     bind(md.schema(), where)
     if "where" in o:
-        selected = {
-            t.file.file_path for t in DataScan(table, filter=where, snapshot_id=snapshot_id).plan_files()
-        }
+        selected = {t.file.file_path for t in branch_scan(table, o["branch"], where).plan_files()}
     else:
         selected = {t.file.file_path for t in all_tasks}
     entries = live_delete_entries(table.io, md, snap)
@@ -535,7 +534,7 @@ class RewriteDeletionVectors(MaintenanceOperation[RewriteDeletionVectorsPlan, Re
         if snap is None:
             planned, scanned = _Planned([], [], []), 0
         else:
-            planned, scanned = plan_dv_groups(self.table, md, snap.snapshot_id, o, pack_dvs=True)
+            planned, scanned = plan_dv_groups(self.table, md, o, pack_dvs=True)
         return RewriteDeletionVectorsPlan(
             **plan_identity(self.table, snap.snapshot_id if snap else None, o),
             branch=o["branch"],

@@ -14,11 +14,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from firn.core.handle import TableHandle
 from firn.core.legacy.reader import read_manifests_parallel, snapshot_manifests
 from firn.core.planning import FileScanTask, make_file_scan_task
+from firn.core.scan import DataScan
 from firn.core.v4.reader import live_mdvs, manifest_refs, mdv_keep_mask, read_leaves, root_table
 from firn.deletes.writers import referenced_data_file_of
 from firn.errors import ValidationError
+from firn.expressions import BooleanExpression
 from firn.io.base import FileIO
 from firn.manifests.v4_layout import V4Layout, specs_partition_ids
 from firn.spec.content import DataFile, FileContent, ManifestContent, ManifestEntry
@@ -156,19 +159,24 @@ class GroupFile:
     def of(cls, task: FileScanTask) -> GroupFile:
         path = task.file.file_path
         deletes = tuple(task.delete_files)
-        return cls(
+        gf = cls(
             file=data_file_to_json(task.file),
             data_sequence_number=task.data_sequence_number,
             deletes=tuple(data_file_to_json(d) for d in deletes),
             file_scoped=tuple(i for i, d in enumerate(deletes) if is_file_scoped(d, path)),
             origin=tuple(task.origin) if task.origin is not None else None,  # type: ignore[arg-type]
         )
+        # The process that planned keeps the decoded files (not fields: JSON carries the rest).
+        object.__setattr__(gf, "_decoded", (task.file, list(deletes)))
+        return gf
 
     def data_file(self) -> DataFile:
-        return data_file_from_json(self.file)
+        decoded = self.__dict__.get("_decoded")
+        return decoded[0] if decoded is not None else data_file_from_json(self.file)
 
     def delete_files(self) -> list[DataFile]:
-        return [data_file_from_json(d) for d in self.deletes]
+        decoded = self.__dict__.get("_decoded")
+        return list(decoded[1]) if decoded is not None else [data_file_from_json(d) for d in self.deletes]
 
     def task(self) -> FileScanTask:
         """The scan task (no residual: the whole file is rewritten)."""
@@ -252,6 +260,12 @@ def commit_batches(items: Sequence[T], max_commits: int) -> list[list[T]]:
     return [list(items[i : i + per]) for i in range(0, len(items), per)]
 
 
+def branch_scan(table: TableHandle, branch: str, row_filter: BooleanExpression | None = None) -> DataScan:
+    """A scan of the branch head with the table's current schema (a scan by snapshot id would
+    bind the filter to the schema that snapshot was written with)."""
+    return DataScan(table, filter=row_filter, ref=branch)
+
+
 # -- the live delete files of a snapshot ---------------------------------------------------------------
 def live_delete_entries(io: FileIO, md: TableMetadata, snapshot: Snapshot | None) -> list[ManifestEntry]:
     """Every live delete file of ``snapshot`` with its sequence numbers (delete manifests of a
@@ -292,6 +306,7 @@ __all__ = [
     "FileGroup",
     "FileSizes",
     "GroupFile",
+    "branch_scan",
     "commit_batches",
     "delete_ratio",
     "is_file_scoped",

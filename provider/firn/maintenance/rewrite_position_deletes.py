@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from firn.core.scan import DataScan, to_expression
+from firn.core.scan import to_expression
 from firn.deletes.apply import POSITION_DELETE_SCHEMA
 from firn.deletes.index import partition_key
 from firn.deletes.writers import referenced_data_file_of, write_position_delete_file
@@ -53,6 +53,7 @@ from firn.maintenance.rewrite_deletion_vectors import (
 )
 from firn.maintenance.rewrite_planning import (
     FileSizes,
+    branch_scan,
     commit_batches,
     live_delete_entries,
     order_groups,
@@ -371,7 +372,7 @@ class RewritePositionDeleteFiles(
         if md.format_version >= MIN_FORMAT_VERSION_DELETION_VECTORS:
             dv_plan = None
             if snap is not None:
-                planned, scanned = plan_dv_groups(self.table, md, snap.snapshot_id, o, pack_dvs=False)
+                planned, scanned = plan_dv_groups(self.table, md, o, pack_dvs=False)
                 dv_plan = RewriteDeletionVectorsPlan(
                     **identity, branch=o["branch"], groups=tuple(planned.groups), files_scanned=scanned
                 )
@@ -399,7 +400,7 @@ class RewritePositionDeleteFiles(
         sizes = FileSizes(
             target=o["target-file-size-bytes"], min=o["min-file-size-bytes"], max=o["max-file-size-bytes"]
         )
-        tasks = DataScan(self.table, snapshot_id=snapshot_id).plan_files()
+        tasks = branch_scan(self.table, o["branch"]).plan_files()
         entries = live_delete_entries(self.table.io, md, md.snapshot(snapshot_id))
         dangling = {
             file_key(d): d
@@ -417,7 +418,7 @@ class RewritePositionDeleteFiles(
             bind(md.schema(), where)
             wanted = {
                 partition_label(md, t.file.spec_id, t.file.partition)
-                for t in DataScan(self.table, filter=where, snapshot_id=snapshot_id).plan_files()
+                for t in branch_scan(self.table, o["branch"], where).plan_files()
             }
         by_partition: dict[tuple[Any, ...], list[DataFile]] = {}
         for e in entries:

@@ -106,41 +106,35 @@ def _bytes_map_to_json(m: Mapping[int, bytes] | None) -> dict[str, list[Any]] | 
     return {"keys": keys, "values": [bytes(m[k]).hex().upper() for k in keys]}
 
 
-def _pairs(data: Any, name: str) -> list[tuple[int, Any]]:
-    if not isinstance(data, Mapping) or not isinstance(data.get("keys"), list):
+def _keys_values(data: Any, name: str) -> tuple[list[Any], list[Any]]:
+    if not isinstance(data, Mapping):
         raise _bad(f"{name} must be an object with keys and values", data)
-    keys, vals = data["keys"], data.get("values")
-    if not isinstance(vals, list) or len(vals) != len(keys):
-        raise _bad(f"{name} needs as many values as keys", data)
-    for k in keys:
-        if not isinstance(k, int) or isinstance(k, bool):
-            raise _bad(f"{name} keys must be field ids", k)
-    return list(zip(keys, vals))
+    keys, vals = data.get("keys"), data.get("values")
+    if not isinstance(keys, list) or not isinstance(vals, list) or len(vals) != len(keys):
+        raise _bad(f"{name} needs lists of as many values as keys", data)
+    # ``type(k) is int`` also refuses bools (planning decodes thousands of these maps).
+    if not all(type(k) is int for k in keys):
+        raise _bad(f"{name} keys must be field ids", keys)
+    return keys, vals
 
 
 def _int_map_from_json(data: Any, name: str) -> dict[int, int] | None:
     if data is None:
         return None
-    out: dict[int, int] = {}
-    for k, v in _pairs(data, name):
-        if not isinstance(v, int) or isinstance(v, bool):
-            raise _bad(f"{name} values must be integers", v)
-        out[k] = v
-    return out
+    keys, vals = _keys_values(data, name)
+    if not all(type(v) is int for v in vals):
+        raise _bad(f"{name} values must be integers", vals)
+    return dict(zip(keys, vals))
 
 
 def _bytes_map_from_json(data: Any, name: str) -> dict[int, bytes] | None:
     if data is None:
         return None
-    out: dict[int, bytes] = {}
-    for k, v in _pairs(data, name):
-        if not isinstance(v, str):
-            raise _bad(f"{name} values must be hex strings", v)
-        try:
-            out[k] = bytes.fromhex(v)
-        except ValueError:
-            raise _bad(f"{name} value is not hex", v) from None
-    return out
+    keys, vals = _keys_values(data, name)
+    try:
+        return dict(zip(keys, map(bytes.fromhex, vals)))
+    except (ValueError, TypeError):
+        raise _bad(f"{name} values must be hex strings", vals) from None
 
 
 # -- files ----------------------------------------------------------------------------------------------

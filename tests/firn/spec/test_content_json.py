@@ -135,7 +135,7 @@ def test_special_floats_survive_strict_json(value: float) -> None:
                 "file-size-in-bytes": 1,
                 "lower-bounds": {"keys": [1], "values": ["zz"]},
             },
-            "not hex",
+            "must be hex strings",
         ),
         (
             {
