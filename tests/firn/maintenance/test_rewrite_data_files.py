@@ -426,3 +426,24 @@ def test_equality_deletes_are_applied_while_rewriting(sqlite_catalog: SqlCatalog
     assert ids(t) == [i for i in range(60) if i not in (0, 8, 12)]
     eu = [f for f in data_files(t) if f.partition == ("eu",)]
     assert sum(f.record_count for f in eu) == 12  # 15 eu rows minus the 3 deleted ones
+
+
+def test_batch_reads_are_used_only_where_they_read_the_same_rows(sqlite_catalog: SqlCatalog) -> None:
+    from firn.maintenance.data_file_rewriter import _batch_read
+
+    t = make_table(sqlite_catalog, "2", properties=MOR)
+    fill(t, "2", appends=3, rows=20)
+    tasks = list(t.scan().plan_files())
+    fast = _batch_read(t.io, t.metadata, tasks)
+    assert fast is not None and fast.num_rows == 60
+    # Files written before a rename hold the old column name: the reader (by field id) it is.
+    with t.update_schema() as u:
+        u.rename_column("name", "label")
+    assert _batch_read(t.io, t.metadata, list(t.scan().plan_files())) is None
+    t.delete("id = 3")
+    before = rows_of(t)
+    t.maintenance.rewrite_data_files(min_input_files=2).run()
+    assert rows_of(t) == before and all("label" in r for r in before)
+    v3 = make_table(sqlite_catalog, "3", name="v3")
+    fill(v3, "3", appends=2, rows=10)
+    assert _batch_read(v3.io, v3.metadata, list(v3.scan().plan_files())) is None  # lineage by position
