@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -192,8 +193,11 @@ def _batch_read(io: FileIO, md: TableMetadata, tasks: Sequence[FileScanTask]) ->
     expected = schema_to_arrow(md.schema())
     try:
         dataset = ds.dataset([p for _, p in located], format="parquet", filesystem=fs)
-        for fragment in dataset.get_fragments():
-            physical = fragment.physical_schema
+        fragments = list(dataset.get_fragments())
+        # Reading the footers releases the GIL: a few threads check many small files faster.
+        with ThreadPoolExecutor(max_workers=min(4, len(fragments))) as pool:
+            schemas = list(pool.map(lambda f: f.physical_schema, fragments))
+        for physical in schemas:
             if len(physical) != len(expected) or not all(map(_same_field, physical, expected)):
                 return None
         table = dataset.to_table()
