@@ -17,7 +17,13 @@ apply to the new files). Groups whose files were changed concurrently are droppe
 reported; the others commit. Without partial progress everything commits in one snapshot;
 with it, in up to ``partial-progress.max-commits`` snapshots. A group that fails while
 rewriting fails the run (nothing committed, outputs deleted) unless partial progress is on,
-in which case it is reported and the other groups commit.
+in which case it is reported and the other groups commit; more than
+``partial-progress.max-failed-commits`` commits without a snapshot fail the run after the others
+landed. Unlike Java, which fails a whole commit when one of its groups conflicts, a
+conflicting group is dropped and the rest of the commit lands (the rewrite changes no data, so
+committing the groups that still apply is safe). ``remove-dangling-deletes`` then removes, in
+one more commit, the delete files no live data file needs (Java's rules; see
+:mod:`firn.maintenance.dangling_deletes`).
 
 Memory: a sort group is held in memory whole, a bin-pack group one output file at a time; the
 default ``max-file-group-size-bytes`` (100 GB, Java's) suits Spark executors, so lower it for
@@ -182,13 +188,16 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
     def execute(self, table: MaintainedTable, runner: Runner | None = None) -> RewriteDataFilesResult:
         """Run the plan; without a runner, ``max-concurrent-file-group-rewrites`` groups at a time."""
         if runner is None:
-            runner = LocalRunner(int(self.options["max-concurrent-file-group-rewrites"]))
+            workers = self.options.get(
+                "max-concurrent-file-group-rewrites", DEFAULT_MAX_CONCURRENT_GROUP_REWRITES
+            )
+            runner = LocalRunner(int(workers))
         return super().execute(table, runner)
 
     # -- committing -----------------------------------------------------------------------------------
     def commit(self, table: MaintainedTable, results: Sequence[UnitResult]) -> RewriteDataFilesResult:
         groups = {g.group_id: g for g in self.groups}
-        partial = bool(self.options["partial-progress.enabled"])
+        partial = bool(self.options.get("partial-progress.enabled", False))
         changes: list[GroupChange] = []
         failed: list[FailedGroup] = []
         errors = [r for r in results if r.get("error")]
@@ -209,7 +218,11 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
                 )
                 continue
             changes.append(_group_change(g, r))
-        max_commits = int(self.options["partial-progress.max-commits"]) if partial else 1
+        max_commits = (
+            int(self.options.get("partial-progress.max-commits", DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS))
+            if partial
+            else 1
+        )
         snapshot_ids: list[int] = []
         committed: list[GroupChange] = []
         failed_commits = 0

@@ -63,8 +63,9 @@ def test_upgraded_tables_get_one_dv_per_data_file(sqlite_catalog: SqlCatalog, ta
     assert again.is_noop
 
 
-def test_small_puffin_files_are_packed(sqlite_catalog: SqlCatalog, tmp_path: Path) -> None:
-    t = make_table(sqlite_catalog, "3", partition_spec=None, properties=MOR)
+@pytest.mark.parametrize("version", ["3", "4"])
+def test_small_puffin_files_are_packed(sqlite_catalog: SqlCatalog, tmp_path: Path, version: str) -> None:
+    t = make_table(sqlite_catalog, version, partition_spec=None, properties=MOR)
     for i in range(6):
         t.append(events(20, start=i * 20))
     for i in range(6):
@@ -86,8 +87,9 @@ def test_small_puffin_files_are_packed(sqlite_catalog: SqlCatalog, tmp_path: Pat
     assert len(live) == 6 and len({d.file_path for d in live}) == 1
 
 
-def test_dangling_dvs_are_removed(sqlite_catalog: SqlCatalog) -> None:
-    t = make_table(sqlite_catalog, "3", partition_spec=None, properties=MOR)
+@pytest.mark.parametrize("version", ["3", "4"])
+def test_dangling_dvs_are_removed(sqlite_catalog: SqlCatalog, version: str) -> None:
+    t = make_table(sqlite_catalog, version, partition_spec=None, properties=MOR)
     t.append(events(10))
     t.append(events(10, start=10))
     t.delete("id in (1, 12)")
