@@ -107,6 +107,8 @@ def write_data_files(
     location_provider: LocationProvider | None = None,
     sort: bool = False,
     lineage: bool = False,
+    sort_order: SortOrder | None = None,
+    target_file_size_bytes: int | None = None,
 ) -> list[DataFile]:
     """Write ``table`` as Parquet data files of ``metadata``'s current schema and ``spec``.
 
@@ -119,6 +121,10 @@ def write_data_files(
     ``lineage=True`` (v3+ writers that move rows, spec "Row Lineage"): ``table`` may also hold
     ``_row_id`` / ``_last_updated_sequence_number`` columns, which are written with their
     reserved field ids (nulls are inherited on read).
+
+    ``sort_order`` sorts each file's rows by that order instead (compaction's sort strategy);
+    files record its id only when it is one of the table's sort orders. ``target_file_size_bytes``
+    replaces ``write.target-file-size-bytes`` as the in-memory size at which files are split.
     """
     schema = metadata.schema()
     spec = spec if spec is not None else metadata.spec()
@@ -135,9 +141,12 @@ def write_data_files(
         data, write_schema, props = _with_lineage(data, table, schema, props, lineage_columns)
     if data.num_rows == 0:
         return []
-    order = metadata.sort_order() if sort else None
+    order = sort_order if sort_order is not None else (metadata.sort_order() if sort else None)
     if order is not None and order.is_unsorted:
         order = None
+    target = (
+        target_file_size_bytes if target_file_size_bytes is not None else props.write_target_file_size_bytes
+    )
     partition_type = spec.partition_type(schema)
 
     if spec.fields:
@@ -161,7 +170,7 @@ def write_data_files(
         if order is not None:
             rows = _sort(rows, schema, order)
         path = spec.partition_path(partition, schema) if spec.fields else None
-        for start, count in _file_slices(length, bytes_per_row, props.write_target_file_size_bytes):
+        for start, count in _file_slices(length, bytes_per_row, target):
             name = f"{write_id}-{len(tasks):05d}.parquet"
             tasks.append(_Task(provider.new_data_location(name, path), rows.slice(start, count), partition))
 
@@ -169,7 +178,11 @@ def write_data_files(
         return write_parquet_file(io, task.location, task.rows, write_schema, props, sort_order=order)
 
     results = _run_all(io, tasks, run)
-    sort_order_id = order.order_id if order is not None else None
+    sort_order_id = None
+    if order is not None and any(
+        o.order_id == order.order_id and o.same_order(order) for o in metadata.sort_orders
+    ):
+        sort_order_id = order.order_id
     return [
         r.to_data_file(partition=t.partition, spec_id=spec.spec_id, sort_order_id=sort_order_id)
         for t, r in zip(tasks, results)

@@ -23,6 +23,18 @@ from firn.maintenance.remove_orphan_files import (
     RemoveOrphanFilesPlan,
     RemoveOrphanFilesResult,
 )
+from firn.maintenance.rewrite_data_files import RewriteDataFiles, RewriteDataFilesPlan, RewriteDataFilesResult
+from firn.maintenance.rewrite_deletion_vectors import (
+    RewriteDeletionVectors,
+    RewriteDeletionVectorsPlan,
+    RewriteDeletionVectorsResult,
+)
+from firn.maintenance.rewrite_manifests import RewriteManifests, RewriteManifestsPlan, RewriteManifestsResult
+from firn.maintenance.rewrite_position_deletes import (
+    RewritePositionDeleteFiles,
+    RewritePositionDeleteFilesPlan,
+    RewritePositionDeleteFilesResult,
+)
 from firn.maintenance.runner import LocalRunner, Runner, WorkUnit
 from firn.maintenance.table_maintenance import TableMaintenance
 
@@ -42,6 +54,18 @@ __all__ = [
     "RemoveOrphanFiles",
     "RemoveOrphanFilesPlan",
     "RemoveOrphanFilesResult",
+    "RewriteDataFiles",
+    "RewriteDataFilesPlan",
+    "RewriteDataFilesResult",
+    "RewriteDeletionVectors",
+    "RewriteDeletionVectorsPlan",
+    "RewriteDeletionVectorsResult",
+    "RewriteManifests",
+    "RewriteManifestsPlan",
+    "RewriteManifestsResult",
+    "RewritePositionDeleteFiles",
+    "RewritePositionDeleteFilesPlan",
+    "RewritePositionDeleteFilesResult",
     "Runner",
     "Recommendation",
     "Skipped",

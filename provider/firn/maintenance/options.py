@@ -157,8 +157,12 @@ def parse_options(operation: str, spec: Mapping[str, Option], given: Mapping[str
     Returns the given options by hyphenated name, parsed; unknown names are an error that
     lists every valid option."""
     out: dict[str, Any] = {}
+    # Iceberg names with dots (``partial-progress.enabled``) have no keyword spelling: accept
+    # ``partial_progress_enabled`` for them.
+    dotted = {n.replace(".", "-"): n for n in spec if "." in n}
     for raw, value in given.items():
         name = normalize_name(raw)
+        name = dotted.get(name, name)
         option = spec.get(name)
         if option is None:
             valid = ", ".join(sorted(spec))

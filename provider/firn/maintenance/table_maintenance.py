@@ -9,6 +9,10 @@ from firn.maintenance.flush_root import FlushRoot
 from firn.maintenance.health import table_health
 from firn.maintenance.recommend import Recommendation, recommend
 from firn.maintenance.remove_orphan_files import RemoveOrphanFiles
+from firn.maintenance.rewrite_data_files import RewriteDataFiles
+from firn.maintenance.rewrite_deletion_vectors import RewriteDeletionVectors
+from firn.maintenance.rewrite_manifests import RewriteManifests
+from firn.maintenance.rewrite_position_deletes import RewritePositionDeleteFiles
 
 
 class TableMaintenance:
@@ -40,6 +44,29 @@ class TableMaintenance:
         ``location``, ``dry_run``, ``max_concurrent_deletes``, ``prefix_mismatch_mode``,
         ``equal_schemes``, ``equal_authorities``; Firn's ``force``."""
         return RemoveOrphanFiles(self._table, **options)
+
+    def rewrite_data_files(self, **options: object) -> RewriteDataFiles:
+        """Compaction (Iceberg's ``rewrite_data_files``): bin-pack or sort small files and files
+        with many deletes into files of ``target_file_size_bytes``. Options are Iceberg's, with
+        ``_`` for ``-`` (``min_input_files``, ``partial_progress_enabled``, ``where``, ...)."""
+        return RewriteDataFiles(self._table, **options)
+
+    def rewrite_deletion_vectors(self, **options: object) -> RewriteDeletionVectors:
+        """v3/V4: merge each data file's position deletes into one DV, convert v2 position
+        delete files to DVs, pack DVs of small Puffin files together, drop dangling deletes,
+        and list data files above ``delete_ratio_threshold`` for ``rewrite_data_files``."""
+        return RewriteDeletionVectors(self._table, **options)
+
+    def rewrite_position_delete_files(self, **options: object) -> RewritePositionDeleteFiles:
+        """Iceberg's ``rewrite_position_delete_files``: on v2, compact position delete files
+        (dropping dangling positions); on v3+, convert leftover v2 position deletes to DVs."""
+        return RewritePositionDeleteFiles(self._table, **options)
+
+    def rewrite_manifests(self, **options: object) -> RewriteManifests:
+        """Iceberg's ``rewrite_manifests``: v1-v3 manifests clustered by partition up to
+        ``commit.manifest.target-size-bytes``; V4 small leaves merged and manifest DVs folded.
+        Options: ``spec_id``, ``sort_by``, ``use_caching``, ``branch``."""
+        return RewriteManifests(self._table, **options)
 
 
 __all__ = ["TableMaintenance"]

@@ -1,0 +1,592 @@
+"""``rewrite_data_files``: compaction (Iceberg's procedure of that name; notes §11).
+
+``table.maintenance.rewrite_data_files(**options).plan()`` selects files and packs them into
+file groups, per partition, exactly as Iceberg Java's bin-pack planner does (a file is a
+candidate when its size is outside [min, max] or it has at least ``delete-file-threshold``
+deletes or a delete ratio at or above ``delete-ratio-threshold``; a group is kept when it has
+at least two files and ``min-input-files`` files or more than the target size, or more than
+the maximum size, or a file with too many deletes; ``rewrite-all`` keeps everything). Each
+group is a JSON work unit (:mod:`firn.maintenance.data_file_rewriter`) that writes the group's
+live rows again (deletes applied, sorted with ``strategy="sort"``).
+
+The driver commits ``replace`` snapshots (:mod:`firn.maintenance.rewrite_commit`): the
+rewritten data files and their file-scoped deletes (DVs, single-file position deletes) go,
+the new files come in, with the data sequence number of the snapshot the rewrite started from
+while ``use-starting-sequence-number`` is on (so equality deletes committed meanwhile still
+apply to the new files). Groups whose files were changed concurrently are dropped and
+reported; the others commit. Without partial progress everything commits in one snapshot;
+with it, in up to ``partial-progress.max-commits`` snapshots. A group that fails while
+rewriting fails the run (nothing committed, outputs deleted) unless partial progress is on,
+in which case it is reported and the other groups commit; more than
+``partial-progress.max-failed-commits`` commits without a snapshot fail the run after the others
+landed. Unlike Java, which fails a whole commit when one of its groups conflicts, a
+conflicting group is dropped and the rest of the commit lands (the rewrite changes no data, so
+committing the groups that still apply is safe). ``remove-dangling-deletes`` then removes, in
+one more commit, the delete files no live data file needs (Java's rules; see
+:mod:`firn.maintenance.dangling_deletes`).
+
+Memory: a sort group is held in memory whole, a bin-pack group one output file at a time; the
+default ``max-file-group-size-bytes`` (100 GB, Java's) suits Spark executors, so lower it for
+large sort rewrites on one machine.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from firn.core.scan import to_expression
+from firn.deletes.index import partition_key
+from firn.errors import FirnError, StalePlan, ValidationError
+from firn.expressions import bind
+from firn.maintenance.base import (
+    MaintainedTable,
+    MaintenanceOperation,
+    MaintenancePlan,
+    MaintenanceResult,
+    Skipped,
+    plan_identity,
+)
+from firn.maintenance.dangling_deletes import dangling_deletes
+from firn.maintenance.data_file_rewriter import UNIT_KIND, parse_sort_order, rewrite_file_group
+from firn.maintenance.options import Option, options_of
+from firn.maintenance.rewrite_commit import GroupChange, commit_groups
+from firn.maintenance.rewrite_planning import (
+    DEFAULT_DELETE_FILE_THRESHOLD,
+    DEFAULT_DELETE_RATIO_THRESHOLD,
+    DEFAULT_MAX_CONCURRENT_GROUP_REWRITES,
+    DEFAULT_MAX_FILE_GROUP_SIZE_BYTES,
+    DEFAULT_MIN_INPUT_FILES,
+    DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,
+    JOB_ORDERS,
+    FileGroup,
+    FileSizes,
+    GroupFile,
+    branch_scan,
+    commit_batches,
+    delete_ratio,
+    live_delete_entries,
+    order_groups,
+    pack,
+    partition_label,
+)
+from firn.maintenance.runner import LocalRunner, Runner, UnitFunction, UnitResult, WorkUnit, make_unit
+from firn.spec.content_json import data_file_from_json
+from firn.spec.schema_json import sort_order_from_json, sort_order_to_json
+from firn.spec.snapshots import MAIN_BRANCH
+from firn.spec.sorting import SortOrder
+from firn.spec.versions import MIN_FORMAT_VERSION_SEQUENCE_NUMBERS
+
+log = logging.getLogger(__name__)
+
+# Plans list at most this many skipped partitions by name (the rest are counted).
+MAX_SKIPPED_LISTED = 100
+
+
+@dataclass(frozen=True, kw_only=True)
+class FailedGroup:
+    """A file group that was not committed, and why."""
+
+    group_id: int
+    partition: str
+    files: int
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RewriteDataFilesResult(MaintenanceResult):
+    """What a compaction did (Iceberg's procedure output, plus commits and failed groups)."""
+
+    OPERATION: ClassVar[str] = "rewrite_data_files"
+
+    rewritten_data_files_count: int = 0
+    added_data_files_count: int = 0
+    rewritten_bytes_count: int = 0
+    added_bytes_count: int = 0
+    failed_data_files_count: int = 0
+    removed_delete_files_count: int = 0
+    removed_dangling_deletes_count: int = 0
+    rewritten_records: int = 0
+    groups_committed: int = 0
+    snapshot_ids: tuple[int, ...] = ()
+    failed_groups: tuple[FailedGroup, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
+    """The file groups a compaction would rewrite (``groups``) and what it left alone."""
+
+    OPERATION: ClassVar[str] = "rewrite_data_files"
+
+    branch: str
+    strategy: str
+    output_spec_id: int
+    sort_order: dict[str, Any] | None
+    target_file_size_bytes: int
+    data_sequence_number: int | None
+    groups: tuple[FileGroup, ...]
+    files_scanned: int
+    skipped: tuple[Skipped, ...] = ()
+
+    @property
+    def is_noop(self) -> bool:
+        return not self.groups and not self.options.get("remove-dangling-deletes", False)
+
+    @property
+    def rewritten_files(self) -> int:
+        return sum(len(g.files) for g in self.groups)
+
+    def describe(self) -> str:
+        total = sum(g.input_bytes for g in self.groups)
+        lines = [
+            f"  {self.strategy}: {self.rewritten_files} of {self.files_scanned} data files in "
+            f"{len(self.groups)} group(s), {total:,} bytes; target {self.target_file_size_bytes:,} bytes"
+        ]
+        lines += [f"  {g.describe()}" for g in self.groups[:20]]
+        if len(self.groups) > 20:
+            lines.append(f"  ... {len(self.groups) - 20} more groups")
+        lines += [f"  skipped {s.item}: {s.reason}" for s in self.skipped[:20]]
+        return "\n".join(lines)
+
+    # -- validation and units ----------------------------------------------------------------------------
+    def validate(self, table: MaintainedTable) -> None:
+        super().validate(table)
+        md = table.metadata
+        head = md.snapshot_for_ref(self.branch)
+        if self.snapshot_id is not None and (
+            head is None or self.snapshot_id not in {s.snapshot_id for s in md.ancestors_of(head.snapshot_id)}
+        ):
+            raise StalePlan(
+                f"rewrite_data_files plan for {self.table} was made on snapshot {self.snapshot_id}, which is "
+                f"no longer an ancestor of branch {self.branch!r}; plan again"
+            )
+        if self.output_spec_id not in md.specs:
+            raise StalePlan(f"{self.table} has no partition spec {self.output_spec_id} any more; plan again")
+
+    def units(self, table: MaintainedTable, io_ref: str) -> list[WorkUnit]:
+        return [
+            make_unit(
+                UNIT_KIND,
+                io=table.io,
+                metadata_location=self.metadata_location,
+                io_ref=io_ref,
+                payload={
+                    "group": g.to_json(),
+                    "output-spec-id": self.output_spec_id,
+                    "sort-order": self.sort_order,
+                    "target-file-size-bytes": self.target_file_size_bytes,
+                },
+            )
+            for g in self.groups
+        ]
+
+    def unit_function(self) -> UnitFunction:
+        return rewrite_file_group
+
+    def execute(self, table: MaintainedTable, runner: Runner | None = None) -> RewriteDataFilesResult:
+        """Run the plan; without a runner, ``max-concurrent-file-group-rewrites`` groups at a time."""
+        if runner is None:
+            workers = self.options.get(
+                "max-concurrent-file-group-rewrites", DEFAULT_MAX_CONCURRENT_GROUP_REWRITES
+            )
+            runner = LocalRunner(int(workers))
+        return super().execute(table, runner)
+
+    # -- committing -----------------------------------------------------------------------------------
+    def commit(self, table: MaintainedTable, results: Sequence[UnitResult]) -> RewriteDataFilesResult:
+        groups = {g.group_id: g for g in self.groups}
+        partial = bool(self.options.get("partial-progress.enabled", False))
+        changes: list[GroupChange] = []
+        failed: list[FailedGroup] = []
+        errors = [r for r in results if r.get("error")]
+        if errors and not partial:
+            _delete_outputs(table, results)
+            first = errors[0]
+            raise FirnError(
+                f"rewrite_data_files on {self.table}: group {first['group-id']} failed ({first['error']}); "
+                "nothing was committed (enable partial-progress.enabled to commit the other groups)"
+            )
+        for r in results:
+            g = groups[int(r["group-id"])]
+            if r.get("error"):
+                failed.append(
+                    FailedGroup(
+                        group_id=g.group_id, partition=g.partition, files=len(g.files), reason=str(r["error"])
+                    )
+                )
+                continue
+            changes.append(_group_change(g, r))
+        max_commits = (
+            int(self.options.get("partial-progress.max-commits", DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS))
+            if partial
+            else 1
+        )
+        snapshot_ids: list[int] = []
+        committed: list[GroupChange] = []
+        failed_commits = 0
+        for batch in commit_batches(changes, max_commits):
+            outcome = commit_groups(
+                table,
+                batch,
+                starting_snapshot_id=self.snapshot_id,
+                data_sequence_number=self.data_sequence_number,
+                branch=self.branch,
+                snapshot_properties={"firn.maintenance": self.OPERATION},
+            )
+            if outcome.snapshot_id is not None:
+                snapshot_ids.append(outcome.snapshot_id)
+            else:
+                failed_commits += 1
+            committed += outcome.committed
+            for gid, reason in outcome.failed.items():
+                g = groups[gid]
+                failed.append(
+                    FailedGroup(group_id=gid, partition=g.partition, files=len(g.files), reason=reason)
+                )
+        dangling = 0
+        if self.options.get("remove-dangling-deletes", False):
+            sid, dangling = _remove_dangling(table, self.branch)
+            if sid is not None:
+                snapshot_ids.append(sid)
+        max_failed = int(self.options.get("partial-progress.max-failed-commits", max_commits))
+        if partial and failed_commits > max_failed:
+            raise FirnError(
+                f"rewrite_data_files on {self.table}: {failed_commits} commits failed (more than "
+                f"partial-progress.max-failed-commits={max_failed}); committed snapshots: {snapshot_ids}"
+            )
+        return self._result(committed, failed, snapshot_ids, dangling)
+
+    def _result(
+        self, committed: list[GroupChange], failed: list[FailedGroup], snapshot_ids: list[int], dangling: int
+    ) -> RewriteDataFilesResult:
+        groups = {g.group_id: g for g in self.groups}
+        return RewriteDataFilesResult(
+            table=self.table,
+            snapshot_id=snapshot_ids[-1] if snapshot_ids else None,
+            rewritten_data_files_count=sum(len(c.removed_data) for c in committed),
+            added_data_files_count=sum(len(c.added_data) for c in committed),
+            rewritten_bytes_count=sum(f.file_size_in_bytes for c in committed for f in c.removed_data),
+            added_bytes_count=sum(f.file_size_in_bytes for c in committed for f in c.added_data),
+            failed_data_files_count=sum(f.files for f in failed),
+            removed_delete_files_count=sum(len(c.removed_deletes) for c in committed) + dangling,
+            removed_dangling_deletes_count=dangling,
+            rewritten_records=sum(groups[c.group_id].input_records for c in committed),
+            groups_committed=len(committed),
+            snapshot_ids=tuple(snapshot_ids),
+            failed_groups=tuple(failed),
+            skipped=(
+                *self.skipped,
+                *(Skipped(item=f"group {f.group_id} ({f.partition})", reason=f.reason) for f in failed),
+            ),
+        )
+
+
+def _group_change(g: FileGroup, result: UnitResult) -> GroupChange:
+    removed_data, removed_deletes, origins = [], {}, {}
+    for gf in g.files:
+        f = gf.data_file()
+        removed_data.append(f)
+        deletes = gf.delete_files()
+        for i in gf.file_scoped:
+            d = deletes[i]
+            removed_deletes[(d.file_path, d.content_offset)] = d
+        if gf.origin is not None:
+            origins[f.file_path] = gf.origin
+    added = [data_file_from_json(x) for x in result.get("added", [])]
+    return GroupChange(
+        group_id=g.group_id,
+        removed_data=removed_data,
+        removed_deletes=list(removed_deletes.values()),
+        added_data=added,
+        origins=origins,
+        written=[f.file_path for f in added],
+    )
+
+
+def _delete_outputs(table: MaintainedTable, results: Sequence[UnitResult]) -> None:
+    paths = [str(f["file-path"]) for r in results for f in r.get("added", [])]
+    if paths:
+        try:
+            table.io.delete_many(paths)
+        except Exception:  # best effort: orphan removal reclaims them
+            log.warning("could not delete %d rewrite outputs of %s", len(paths), table.name)
+
+
+def _remove_dangling(table: MaintainedTable, branch: str) -> tuple[int | None, int]:
+    """``remove-dangling-deletes``: one more ``replace`` commit removing delete files that
+    apply to no live data file (Java does it in a separate commit too)."""
+    table.refresh()
+    md = table.metadata
+    snap = md.snapshot_for_ref(branch)
+    if snap is None:
+        return None, 0
+    tasks = branch_scan(table, branch).plan_files()
+    found = dangling_deletes(md, tasks, live_delete_entries(table.io, md, snap))
+    if not found:
+        return None, 0
+    outcome = commit_groups(
+        table,
+        [GroupChange(group_id=0, removed_deletes=found)],
+        starting_snapshot_id=snap.snapshot_id,
+        data_sequence_number=None,
+        branch=branch,
+        snapshot_properties={"firn.maintenance": "remove_dangling_deletes"},
+    )
+    return outcome.snapshot_id, len(found) if outcome.snapshot_id is not None else 0
+
+
+class RewriteDataFiles(MaintenanceOperation[RewriteDataFilesPlan, RewriteDataFilesResult]):
+    """``table.maintenance.rewrite_data_files(**options)``: Iceberg's options, ``_`` for ``-``
+    (``min_input_files=2``, ``target_file_size_bytes=...``, ``partial_progress_enabled=True``)."""
+
+    OPERATION = "rewrite_data_files"
+    OPTIONS = options_of(
+        Option("strategy", "str", "binpack (default) or sort", choices=("binpack", "sort")),
+        Option("sort-order", "str", "sort strategy order: 'id DESC NULLS LAST,name' (default: the table's)"),
+        Option("where", "str", "only files that may hold rows matching this filter"),
+        Option("branch", "str", "the branch to compact (default main)"),
+        Option("target-file-size-bytes", "int", "output file size (default write.target-file-size-bytes)"),
+        Option("min-file-size-bytes", "int", "files below this are candidates (default 0.75x target)"),
+        Option("max-file-size-bytes", "int", "files above this are candidates (default 1.8x target)"),
+        Option("min-input-files", "int", "a group with this many files is rewritten (default 5)"),
+        Option(
+            "delete-file-threshold",
+            "int",
+            "a file with this many deletes is a candidate (default Integer.MAX)",
+        ),
+        Option(
+            "delete-ratio-threshold", "float", "a file with this deleted share is a candidate (default 0.3)"
+        ),
+        Option("max-file-group-size-bytes", "int", "largest group (default 100 GB)"),
+        Option("max-files-to-rewrite", "int", "rewrite at most this many files"),
+        Option("rewrite-all", "bool", "rewrite every selected file, ignoring the criteria"),
+        Option("partial-progress.enabled", "bool", "commit groups in several snapshots"),
+        Option("partial-progress.max-commits", "int", "at most this many commits (default 10)"),
+        Option(
+            "partial-progress.max-failed-commits", "int", "fail when more commits fail (default max-commits)"
+        ),
+        Option(
+            "max-concurrent-file-group-rewrites",
+            "int",
+            "groups rewritten at once by the local runner (default 5)",
+        ),
+        Option(
+            "use-starting-sequence-number",
+            "bool",
+            "outputs keep the starting data sequence number (default true)",
+        ),
+        Option("output-spec-id", "int", "partition spec of the outputs (default: the current one)"),
+        Option("remove-dangling-deletes", "bool", "then remove delete files no live data file needs"),
+        Option("rewrite-job-order", "str", "group order", choices=JOB_ORDERS),
+    )
+
+    def _resolved(self) -> dict[str, Any]:
+        o = dict(self.options)
+        md = self.table.metadata
+        sizes = FileSizes.resolve(o, md.table_properties.write_target_file_size_bytes, self.OPERATION)
+        strategy = o.get("strategy") or ("sort" if o.get("sort-order") else "binpack")
+        out: dict[str, Any] = {
+            "strategy": strategy,
+            "branch": o.get("branch", MAIN_BRANCH),
+            "target-file-size-bytes": sizes.target,
+            "min-file-size-bytes": sizes.min,
+            "max-file-size-bytes": sizes.max,
+            "min-input-files": o.get("min-input-files", DEFAULT_MIN_INPUT_FILES),
+            "delete-file-threshold": o.get("delete-file-threshold", DEFAULT_DELETE_FILE_THRESHOLD),
+            "delete-ratio-threshold": o.get("delete-ratio-threshold", DEFAULT_DELETE_RATIO_THRESHOLD),
+            "max-file-group-size-bytes": o.get(
+                "max-file-group-size-bytes", DEFAULT_MAX_FILE_GROUP_SIZE_BYTES
+            ),
+            "rewrite-all": o.get("rewrite-all", False),
+            "partial-progress.enabled": o.get("partial-progress.enabled", False),
+            "partial-progress.max-commits": o.get(
+                "partial-progress.max-commits", DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS
+            ),
+            "max-concurrent-file-group-rewrites": o.get(
+                "max-concurrent-file-group-rewrites", DEFAULT_MAX_CONCURRENT_GROUP_REWRITES
+            ),
+            "use-starting-sequence-number": o.get("use-starting-sequence-number", True),
+            "output-spec-id": o.get("output-spec-id", md.default_spec_id),
+            "remove-dangling-deletes": o.get("remove-dangling-deletes", False),
+            "rewrite-job-order": o.get("rewrite-job-order", "none"),
+        }
+        out["partial-progress.max-failed-commits"] = o.get(
+            "partial-progress.max-failed-commits", out["partial-progress.max-commits"]
+        )
+        for key in ("where", "sort-order", "max-files-to-rewrite"):
+            if key in o:
+                out[key] = o[key]
+        for key in ("min-input-files", "partial-progress.max-commits", "max-concurrent-file-group-rewrites"):
+            if int(out[key]) < 1:
+                raise ValidationError(f"{self.OPERATION}: {key} must be at least 1, got {out[key]}")
+        if out["max-file-group-size-bytes"] < 1:
+            raise ValidationError(f"{self.OPERATION}: max-file-group-size-bytes must be positive")
+        if out["output-spec-id"] not in md.specs:
+            raise ValidationError(
+                f"{self.OPERATION}: {self.table.name} has no partition spec {out['output-spec-id']}; "
+                f"specs: {sorted(md.specs)}"
+            )
+        return out
+
+    def _sort_order(self, o: dict[str, Any]) -> SortOrder | None:
+        if o["strategy"] != "sort":
+            if "sort-order" in o:
+                raise ValidationError(f"{self.OPERATION}: sort_order needs strategy 'sort'")
+            return None
+        md = self.table.metadata
+        if "sort-order" in o:
+            return parse_sort_order(md.schema(), o["sort-order"], existing=md.sort_orders)
+        order = md.sort_order()
+        if order.is_unsorted:
+            raise ValidationError(
+                f"{self.OPERATION}: {self.table.name} has no sort order; pass sort_order='col [ASC|DESC], ...'"
+            )
+        return order
+
+    def plan(self) -> RewriteDataFilesPlan:
+        o = self._resolved()
+        md = self.table.metadata
+        order = self._sort_order(o)
+        snap = md.snapshot_for_ref(o["branch"])
+        if snap is None and o["branch"] != MAIN_BRANCH and md.refs.get(o["branch"]) is None:
+            raise ValidationError(f"{self.OPERATION}: {self.table.name} has no branch {o['branch']!r}")
+        where = to_expression(o.get("where"))
+        bind(md.schema(), where)
+        tasks = branch_scan(self.table, o["branch"], where).plan_files() if snap else []
+        groups, skipped = _plan_groups(md, list(tasks), o)
+        seq = None
+        if (
+            snap is not None
+            and o["use-starting-sequence-number"]
+            and md.format_version >= MIN_FORMAT_VERSION_SEQUENCE_NUMBERS
+        ):
+            seq = snap.sequence_number
+        return RewriteDataFilesPlan(
+            **plan_identity(self.table, snap.snapshot_id if snap else None, o),
+            branch=o["branch"],
+            strategy=o["strategy"],
+            output_spec_id=int(o["output-spec-id"]),
+            sort_order=sort_order_to_json(order) if order is not None else None,
+            target_file_size_bytes=int(o["target-file-size-bytes"]),
+            data_sequence_number=seq,
+            groups=tuple(groups),
+            files_scanned=len(tasks),
+            skipped=tuple(skipped),
+        )
+
+
+def _plan_groups(md: Any, tasks: list[Any], o: dict[str, Any]) -> tuple[list[FileGroup], list[Skipped]]:
+    """Java's bin-pack planning, per partition of the output spec (files of other specs are
+    planned together, as Java does, since they may hold rows of several partitions)."""
+    sizes = FileSizes(
+        target=o["target-file-size-bytes"], min=o["min-file-size-bytes"], max=o["max-file-size-bytes"]
+    )
+    out_spec = int(o["output-spec-id"])
+    rewrite_all = bool(o["rewrite-all"])
+    min_inputs = int(o["min-input-files"])
+    delete_threshold = int(o["delete-file-threshold"])
+    ratio_threshold = float(o["delete-ratio-threshold"])
+
+    def too_many_deletes(t: Any) -> bool:
+        return len(t.delete_files) >= delete_threshold
+
+    def too_high_ratio(t: Any) -> bool:
+        return bool(t.delete_files) and delete_ratio(t) >= ratio_threshold
+
+    by_partition: dict[tuple[Any, ...], list[Any]] = {}
+    labels: dict[tuple[Any, ...], str] = {}
+    for t in tasks:
+        f = t.file
+        key = partition_key(f.spec_id, f.partition) if f.spec_id == out_spec else ("other-specs",)
+        if key not in by_partition:
+            by_partition[key] = []
+            labels[key] = (
+                partition_label(md, f.spec_id, f.partition)
+                if f.spec_id == out_spec
+                else "files of other specs"
+            )
+        by_partition[key].append(t)
+
+    candidates: list[tuple[str, list[Any]]] = []
+    skipped: list[Skipped] = []
+    hidden = 0
+    for key, part_tasks in by_partition.items():
+        selected = (
+            part_tasks
+            if rewrite_all
+            else [
+                t
+                for t in part_tasks
+                if sizes.wrongly_sized(t.file.file_size_in_bytes) or too_many_deletes(t) or too_high_ratio(t)
+            ]
+        )
+        kept = 0
+        for bin_ in pack(selected, lambda t: t.file.file_size_in_bytes, int(o["max-file-group-size-bytes"])):
+            size = sum(t.file.file_size_in_bytes for t in bin_)
+            keep = rewrite_all or (
+                (len(bin_) > 1 and len(bin_) >= min_inputs)
+                or (len(bin_) > 1 and size > sizes.target)
+                or size > sizes.max
+                or any(too_many_deletes(t) or too_high_ratio(t) for t in bin_)
+            )
+            if keep:
+                candidates.append((labels[key], bin_))
+                kept += 1
+            elif len(skipped) < MAX_SKIPPED_LISTED:
+                skipped.append(
+                    Skipped(
+                        item=labels[key],
+                        reason=f"{len(bin_)} candidate file(s), {size:,} bytes: below min-input-files "
+                        f"({min_inputs}) and the target size, no file with too many deletes",
+                    )
+                )
+            else:
+                hidden += 1
+    if hidden:
+        skipped.append(Skipped(item=f"{hidden} more group(s)", reason="not rewritten (same criteria)"))
+
+    candidates = order_groups(
+        candidates,
+        str(o["rewrite-job-order"]),
+        lambda c: sum(t.file.file_size_in_bytes for t in c[1]),
+        lambda c: len(c[1]),
+    )
+    limit = o.get("max-files-to-rewrite")
+    groups: list[FileGroup] = []
+    taken = 0
+    for label, bin_ in candidates:
+        if limit is not None:
+            room = int(limit) - taken
+            if room <= 0:
+                skipped.append(Skipped(item=label, reason=f"max-files-to-rewrite ({limit}) reached"))
+                continue
+            bin_ = bin_[:room]
+        taken += len(bin_)
+        size = sum(t.file.file_size_in_bytes for t in bin_)
+        groups.append(
+            FileGroup(
+                group_id=len(groups),
+                partition=label,
+                files=tuple(GroupFile.of(t) for t in bin_),
+                input_bytes=size,
+                input_records=sum(t.file.record_count for t in bin_),
+                output_files=sizes.expected_output_files(size),
+            )
+        )
+    return groups, skipped
+
+
+def sort_order_of(plan: RewriteDataFilesPlan) -> SortOrder | None:
+    """The sort order a plan rewrites with (None: bin-pack)."""
+    return sort_order_from_json(plan.sort_order) if plan.sort_order is not None else None
+
+
+__all__ = [
+    "FailedGroup",
+    "RewriteDataFiles",
+    "RewriteDataFilesPlan",
+    "RewriteDataFilesResult",
+    "sort_order_of",
+]
