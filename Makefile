@@ -11,7 +11,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,spark,airflow,postgres]'
+	$(PY) -m pip install --quiet -e '.[dev,spark,airflow,postgres,rest]'
 	touch $(STAMP)
 
 demo: $(STAMP)
