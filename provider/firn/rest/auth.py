@@ -55,7 +55,7 @@ class TokenAuthority:
         return self._static is not None or bool(self._clients)
 
     def valid(self, token: str) -> bool:
-        if self._static is not None and hmac.compare_digest(token, self._static):
+        if self._static is not None and _same(token, self._static):
             return True
         with self._lock:
             expiry = self._issued.get(token)
@@ -83,7 +83,7 @@ class TokenAuthority:
 
     def check_client(self, client_id: str, secret: str) -> bool:
         expected = self._clients.get(client_id)
-        return expected is not None and hmac.compare_digest(expected, secret)
+        return expected is not None and _same(secret, expected)
 
     # -- request handling ------------------------------------------------------------------
     def authenticate(self, request: Request) -> None:
@@ -137,6 +137,11 @@ class TokenAuthority:
                 "issued_token_type": ACCESS_TOKEN_TYPE,
             }
         )
+
+
+def _same(given: str, expected: str) -> bool:
+    """Constant-time comparison (of bytes: ``compare_digest`` refuses non-ASCII strings)."""
+    return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
 
 
 def _basic_credentials(header: str) -> tuple[str, str] | None:

@@ -19,11 +19,12 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Protocol
 
-from firn.catalog.base import Catalog, Identifier
+from firn.catalog.base import Catalog, Identifier, IdentifierLike
+from firn.core.create import SchemaLike
 from firn.core.handle import CommittedMetadata, TableCommit
 from firn.core.metadata_builder import apply_updates, evolve
 from firn.core.metadata_io import new_metadata_location, write_metadata
@@ -137,19 +138,47 @@ def create_from_updates(
 
 
 # -- views ------------------------------------------------------------------------------------
-class ViewStore(Protocol):
-    """What the server needs of a catalog to serve views (Firn's SQL and in-memory catalogs)."""
+class ServedViews(Protocol):
+    """What the server needs of a catalog to serve views: the view operations of Firn's SQL
+    and in-memory catalogs (:class:`~firn.catalog.views.ViewCatalogMixin`)."""
 
     @property
     def io(self) -> FileIO: ...
 
-    def load_view(self, identifier: Identifier) -> View: ...
+    def create_view(
+        self,
+        identifier: IdentifierLike,
+        schema: SchemaLike,
+        sql: str | Mapping[str, str],
+        dialect: str = ...,
+        *,
+        default_namespace: IdentifierLike | None = None,
+        default_catalog: str | None = None,
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+        summary: Mapping[str, str] | None = None,
+    ) -> View: ...
 
-    def commit_view(self, identifier: Identifier, expected_location: str, new_location: str) -> None: ...
+    def load_view(self, identifier: IdentifierLike) -> View: ...
+
+    def view_exists(self, identifier: IdentifierLike) -> bool: ...
+
+    def list_views(self, namespace: IdentifierLike) -> list[Identifier]: ...
+
+    def drop_view(self, identifier: IdentifierLike, *, purge: bool = False) -> None: ...
+
+    def rename_view(self, from_identifier: IdentifierLike, to_identifier: IdentifierLike) -> View: ...
+
+    def register_view(self, identifier: IdentifierLike, metadata_location: str) -> View: ...
+
+    def commit_view(self, identifier: IdentifierLike, expected_location: str, new_location: str) -> None: ...
 
 
 def commit_view(
-    store: ViewStore, ident: Identifier, requirements: Sequence[AssertViewUUID], updates: Sequence[ViewUpdate]
+    store: ServedViews,
+    ident: Identifier,
+    requirements: Sequence[AssertViewUUID],
+    updates: Sequence[ViewUpdate],
 ) -> tuple[ViewMetadata, str]:
     """Apply one ``replaceView`` request: check the requirements on the current metadata,
     replay the updates (the view builder's rules apply), write the new metadata file and swap
@@ -184,7 +213,7 @@ def commit_view(
 
 __all__ = [
     "SERVER_COMMIT_ATTEMPTS",
-    "ViewStore",
+    "ServedViews",
     "commit_table",
     "commit_view",
     "create_from_updates",

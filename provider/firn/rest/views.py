@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
@@ -29,7 +29,7 @@ def view_result(metadata: ViewMetadata, location: str) -> JSONResponse:
 def view_routes(state: ServerState) -> APIRouter:
     router = APIRouter()
     # Checked by the app (ServerState.serves_views): the catalog has every view method.
-    views: Any = state.catalog
+    views = cast(commits.ServedViews, state.catalog)
 
     @router.get(f"/{p.VIEWS}", operation_id="listViews")
     def list_views(

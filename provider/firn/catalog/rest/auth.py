@@ -48,8 +48,9 @@ class TokenProvider:
         self.fetches = 0  # tokens obtained so far (for diagnostics and tests)
 
     @property
-    def can_renew(self) -> bool:
-        return self._credential is not None
+    def configured(self) -> bool:
+        """Whether a token or a credential was given at all."""
+        return self._token is not None or self._credential is not None
 
     def header(self) -> str | None:
         """The header for the next request, renewing the token first when it is due."""

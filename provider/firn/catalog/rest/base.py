@@ -78,7 +78,13 @@ class RestCatalogBase:
         self._session = session
         self._properties = merged
         self._prefix = merged.get(p.PREFIX, "").strip("/")
-        self._endpoints = frozenset(endpoints) if endpoints else p.DEFAULT_ENDPOINTS
+        if endpoints:
+            self._endpoints = frozenset(endpoints)
+        elif merged.get(p.VIEW_ENDPOINTS_SUPPORTED, "").lower() == "true":
+            # Older servers list nothing; this property says they serve views (HEAD aside).
+            self._endpoints = p.DEFAULT_ENDPOINTS | {e for e in p.VIEW_ENDPOINTS if not e.startswith("HEAD ")}
+        else:
+            self._endpoints = p.DEFAULT_ENDPOINTS
         self._separator = unquote(merged.get(p.NAMESPACE_SEPARATOR) or p.DEFAULT_SEPARATOR)
         self._io = io if io is not None else load_file_io(merged)
         self._io_cache: dict[tuple[tuple[str, str], ...], FileIO] = {}

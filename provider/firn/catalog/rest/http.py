@@ -160,7 +160,10 @@ class RestSession:
                 continue
             break
         if response.status_code >= 400:
-            raise error_for(response, what, route)
+            error = error_for(response, what, route)
+            if isinstance(error, NotAuthorized) and not self.tokens.configured:
+                error = NotAuthorized(f"{error}; set the catalog property 'token' or 'credential'")
+            raise error
         return response
 
 

@@ -28,6 +28,8 @@ RESOURCE = "resource"
 HEADER_PREFIX = "header."  # header.<Name>=<value> is sent with every request
 NAMESPACE_SEPARATOR = "namespace-separator"
 PAGE_SIZE = "rest-page-size"
+# For servers that list no endpoints in /v1/config but do serve views (PyIceberg's name).
+VIEW_ENDPOINTS_SUPPORTED = "view-endpoints-supported"
 CONNECT_TIMEOUT_MS = "rest.client.connection-timeout-ms"
 SOCKET_TIMEOUT_MS = "rest.client.socket-timeout-ms"
 DEFAULT_CONNECT_TIMEOUT_MS = 10_000
