@@ -16,7 +16,9 @@ from tests.fixtures.rest import running_server
 
 def test_a_fixed_token_is_required(served_sqlite_catalog: SqlCatalog) -> None:
     with running_server(served_sqlite_catalog, token="s3cret") as server:
-        with pytest.raises(NotAuthorized, match=r"authentication required.*HTTP 401.*'token' or 'credential'"):
+        with pytest.raises(
+            NotAuthorized, match=r"authentication required.*HTTP 401.*'token' or 'credential'"
+        ):
             server.client()
         with pytest.raises(NotAuthorized, match="not valid"):
             server.client(token="wrong")

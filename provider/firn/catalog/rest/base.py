@@ -76,6 +76,13 @@ class RestCatalogBase:
             session.close()
             session = RestSession(merged.get(p.URI) or uri, merged)
         self._session = session
+        try:
+            self._configure(merged, endpoints, io)
+        except BaseException:
+            session.close()
+            raise
+
+    def _configure(self, merged: dict[str, str], endpoints: list[str], io: FileIO | None) -> None:
         self._properties = merged
         self._prefix = merged.get(p.PREFIX, "").strip("/")
         if endpoints:
