@@ -18,7 +18,7 @@ SPARK_DEFAULT_CONN := {"conn_type": "spark", "host": "local[2]", "extra": {"depl
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,spark,airflow,postgres]'
+	$(PY) -m pip install --quiet -e '.[dev,spark,airflow,postgres,rest]'
 	touch $(STAMP)
 
 demo: $(STAMP)

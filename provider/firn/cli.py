@@ -133,12 +133,12 @@ def _settings(
     )
 
 
-def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
+def _pairs(values: Sequence[str], what: str, sep: str = "=", shape: str = "KEY=VALUE") -> dict[str, str]:
     out: dict[str, str] = {}
     for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise CliError(f"{what} must be KEY=VALUE, got {item!r}", EXIT_BAD_INPUT)
+        key, found, value = item.partition(sep)
+        if not found or not key.strip():
+            raise CliError(f"{what} must be {shape}, got {item!r}", EXIT_BAD_INPUT)
         out[key.strip()] = value
     return out
 
@@ -563,6 +563,83 @@ def maintain_recommend(name: str, run_them: bool, progress: bool | None, **commo
             res["operation"], str(res.get("snapshot_id") or "-"), f"{res.get('duration_ms', 0):,}"
         )
     _console().print(summary)
+
+
+# -- serving a catalog over the Iceberg REST protocol ------------------------------------------
+@click.command("serve")
+@click.option(
+    "--catalog", "catalog_uri", required=True, help="Catalog URI to serve, e.g. sqlite:///catalog.db."
+)
+@click.option("--warehouse", default=None, help="Where the served catalog puts new tables.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port", default=8181, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on."
+)
+@click.option(
+    "--token",
+    envvar="FIRN_REST_TOKEN",
+    default=None,
+    help="Bearer token clients must send (env FIRN_REST_TOKEN).",
+)
+@click.option(
+    "--oauth-client",
+    "oauth_clients",
+    multiple=True,
+    metavar="ID:SECRET",
+    help="An OAuth2 client allowed to obtain tokens at /v1/oauth/tokens (repeatable).",
+)
+@click.option("--prefix", default=None, help="Serve the catalog under /v1/<prefix>/.")
+@click.option(
+    "--catalog-property",
+    "catalog_properties",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Property of the served catalog.",
+)
+@click.option(
+    "--table-default",
+    "table_defaults",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Property for tables created over REST that do not set it, e.g. format-version=2.",
+)
+@click.option("--log-level", default="info", show_default=True, help="uvicorn log level.")
+def serve(
+    catalog_uri: str,
+    warehouse: str | None,
+    host: str,
+    port: int,
+    token: str | None,
+    oauth_clients: tuple[str, ...],
+    prefix: str | None,
+    catalog_properties: tuple[str, ...],
+    table_defaults: tuple[str, ...],
+    log_level: str,
+) -> None:
+    """Serve a catalog over the Iceberg REST protocol."""
+    try:
+        from firn.rest.serve import serve as run
+    except ImportError as e:  # FastAPI and uvicorn come with the "rest" extra
+        raise click.ClickException(
+            f"firn serve needs the 'rest' extra (pip install 'airflow-provider-firn[rest]'): {e}"
+        ) from e
+
+    with _errors():
+        run(
+            catalog_uri,
+            warehouse=warehouse,
+            host=host,
+            port=port,
+            token=token,
+            oauth_clients=_pairs(oauth_clients, "--oauth-client", sep=":", shape="ID:SECRET"),
+            prefix=prefix,
+            catalog_properties=_pairs(catalog_properties, "--catalog-property"),
+            table_defaults=_pairs(table_defaults, "--table-default"),
+            log_level=log_level,
+        )
+
+
+main.add_command(serve)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -91,6 +91,10 @@ class Unsupported(FirnError):
     """A feature, type or format version that Firn does not support."""
 
 
+class NotAuthorized(FirnError):
+    """A catalog service refused the credentials (HTTP 401/403/419): missing, wrong or expired."""
+
+
 class ValidationError(FirnError, ValueError):
     """Invalid user input: a bad schema change, filter string, option or argument."""
 
@@ -106,6 +110,7 @@ __all__ = [
     "NoSuchNamespace",
     "NoSuchTable",
     "NoSuchView",
+    "NotAuthorized",
     "NotFound",
     "StalePlan",
     "Unsupported",

@@ -1,4 +1,5 @@
-"""``load_catalog``: a catalog from a URI (``sqlite:///...``, ``postgresql://...``, ``memory://``)."""
+"""``load_catalog``: a catalog from a URI (``sqlite:///...``, ``postgresql://...``, ``memory://``,
+``rest+http(s)://...``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from firn.catalog.base_catalog import WAREHOUSE
 from firn.errors import Unsupported, ValidationError
 
 _SQL_BACKENDS = ("sqlite", "postgresql", "postgres")
+_REST_SCHEMES = ("rest+http", "rest+https")
+# ``type`` property naming the catalog kind (``type="rest"`` with an http(s):// URI).
+CATALOG_TYPE = "type"
 
 
 def load_catalog(
@@ -18,7 +22,12 @@ def load_catalog(
       to the working directory, as in SQLAlchemy);
     * ``postgresql://user@host:5432/db`` (psycopg 3; ``postgresql+psycopg://`` also works);
     * ``memory://`` — an :class:`~firn.catalog.memory.InMemoryCatalog`. Its files live in an
-      in-memory FileIO unless ``warehouse`` names real storage (a local path, ``s3://``, ...).
+      in-memory FileIO unless ``warehouse`` names real storage (a local path, ``s3://``, ...);
+    * ``rest+http://host:port/base`` or ``rest+https://...`` (or an ``http(s)://`` URI with
+      ``type="rest"``) — a :class:`~firn.catalog.rest.RestCatalog` for an Iceberg REST server
+      whose routes are under ``<base>/v1/``. Its properties (``credential``, ``token``,
+      ``oauth2-server-uri``, ``scope``, ``header.*``, ...) are named as in Iceberg Java and
+      PyIceberg; ``warehouse`` is passed to the server, which may treat it as a name.
 
     ``warehouse`` is where new tables go (``<warehouse>/<namespace>/<table>``); a local
     relative path is made absolute. Other ``properties`` configure the FileIO (``s3.*``,
@@ -28,6 +37,14 @@ def load_catalog(
         raise ValidationError("a catalog URI is required, e.g. 'sqlite:///catalog.db' or 'memory://'")
     warehouse = warehouse or properties.pop(WAREHOUSE, None)
     scheme = uri.split(":", 1)[0].lower()
+    kind = properties.pop(CATALOG_TYPE, "").lower()
+    if scheme in _REST_SCHEMES or kind == "rest":
+        from firn.catalog.rest import RestCatalog
+
+        base_uri = uri.split("+", 1)[1] if scheme in _REST_SCHEMES else uri
+        return RestCatalog(name, base_uri, warehouse=warehouse, properties=properties)
+    if kind and kind not in ("sql", "memory"):
+        raise Unsupported(f"unsupported catalog type {kind!r}: use 'rest', 'sql' or 'memory'")
     if scheme == "memory":
         from firn.catalog.memory import DEFAULT_MEMORY_WAREHOUSE, InMemoryCatalog
         from firn.io.pyarrow_io import load_file_io
@@ -41,7 +58,8 @@ def load_catalog(
 
         return SqlCatalog(name, uri, warehouse=warehouse, properties=properties)
     raise Unsupported(
-        f"unsupported catalog URI {uri!r}: use sqlite:///path/to/catalog.db, postgresql://..., or memory://"
+        f"unsupported catalog URI {uri!r}: use sqlite:///path/to/catalog.db, postgresql://..., "
+        "memory://, or rest+http(s)://host:port"
     )
 
 
