@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, Self
@@ -255,7 +256,7 @@ class Staging(Protocol):
     def commit(self) -> CommitResult: ...
 
 
-class PendingUpdate:
+class PendingUpdate(ABC):
     """Base of the change builders (schema, partition spec, refs, row delta).
 
     A builder is part of the transaction that made it, as one of its actions, from the start.
@@ -273,11 +274,12 @@ class PendingUpdate:
     def table(self) -> TableHandle:
         return self._transaction.table
 
-    # -- the action protocol (subclasses implement apply) -------------------------------------
+    # -- the action protocol ------------------------------------------------------------------
+    @abstractmethod
     def apply(
         self, base: TableMetadata, ctx: CommitContext
     ) -> tuple[list[TableUpdate], list[TableRequirement]]:
-        raise NotImplementedError  # pragma: no cover - every builder implements it
+        """The builder's change against ``base`` (called again on every commit attempt)."""
 
     def files_in_use(self) -> set[str]:
         return set()
