@@ -1,3 +1,3 @@
 """Test-wide fixtures live in tests/fixtures/; this file only registers them."""
 
-pytest_plugins = ["tests.fixtures.catalogs"]
+pytest_plugins = ["tests.fixtures.catalogs", "tests.fixtures.spark"]
