@@ -31,6 +31,7 @@ reads on the executors:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -59,6 +60,8 @@ READ_SPLIT_TARGET_SIZE = "read.split.target-size"
 READ_SPLIT_OPEN_FILE_COST = "read.split.open-file-cost"
 DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
 DEFAULT_OPEN_FILE_COST = 4 * 1024 * 1024
+# Rows per Arrow batch handed to Spark (option batch-size).
+DEFAULT_BATCH_SIZE = 131_072
 
 
 @dataclass(frozen=True)
@@ -201,6 +204,7 @@ class FirnDataSource(DataSource):
             output_order=tuple(columns),
             specs=dict(handle.metadata.specs),
             name_mapping=scan.name_mapping,
+            batch_size=_int_setting(self.options, "batch-size", {}, "", DEFAULT_BATCH_SIZE),
         )
         cls = FilteringFirnReader if self.settings.filter_pushdown else FirnReader
         return cls(
@@ -300,16 +304,36 @@ def _light(task: FileScanTask) -> FileScanTask:
 
 
 def pack_tasks(tasks: Sequence[FileScanTask], split: SplitSettings) -> list[list[FileScanTask]]:
-    """Group tasks in planning order into bins of about ``split.target`` bytes each, lowered
-    so a small scan still spreads over ``split.parallelism`` partitions."""
+    """Group tasks, in planning order, into input partitions of at most about ``split.target``
+    bytes, lowered so a small scan still spreads over ``split.parallelism`` partitions, and
+    balanced: as many partitions as the target needs, of near-equal weight."""
 
     def weight(t: FileScanTask) -> int:
         size = t.file.file_size_in_bytes + sum(d.file_size_in_bytes for d in t.delete_files)
         return max(size, split.open_cost)
 
+    if not tasks:
+        return []
     weights = [weight(t) for t in tasks]
-    per_core = sum(weights) // split.parallelism
-    target = min(split.target, max(split.open_cost, per_core))
+    total = sum(weights)
+    target = min(split.target, max(split.open_cost, total // split.parallelism))
+    count = max(1, math.ceil(total / target))
+    share = total / count
+    # Each task goes to the partition its weight's midpoint falls in: contiguous, balanced.
+    groups: list[list[FileScanTask]] = [[] for _ in range(count)]
+    sizes = [0] * count
+    done = 0
+    for t, w in zip(tasks, weights):
+        i = min(count - 1, int((done + w / 2) // share))
+        groups[i].append(t)
+        sizes[i] += w
+        done += w
+    if any(size > target and len(g) > 1 for size, g in zip(sizes, groups)):
+        return _next_fit(tasks, weights, target)  # large files: never group past the target
+    return [g for g in groups if g]
+
+
+def _next_fit(tasks: Sequence[FileScanTask], weights: list[int], target: int) -> list[list[FileScanTask]]:
     groups: list[list[FileScanTask]] = []
     current: list[FileScanTask] = []
     size = 0

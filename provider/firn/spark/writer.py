@@ -13,9 +13,15 @@
   ``overwrite-mode`` (or Spark's per-write ``partitionOverwriteMode`` option, or the session's
   ``spark.sql.sources.partitionOverwriteMode`` as captured by ``register``) is ``dynamic``.
   Options: ``branch``, ``isolation-level`` (dynamic overwrite), ``snapshot-property.<key>``.
-* ``abort`` deletes the files of the successful tasks, unless the table shows the commit
-  landed (its snapshot carries this write's ``firn.write-id``): after a commit whose outcome
-  was unknown, the files may be referenced.
+* ``abort`` deletes what the job wrote, unless the table shows the commit landed (its snapshot
+  carries this write's ``firn.write-id``: after a commit whose outcome was unknown, the files
+  may be referenced). Spark hands ``abort`` the messages of the tasks that finished before the
+  job failed, while other tasks may still be finishing, so every file of the job is named
+  ``<write id>-<task>-<attempt>-...`` and ``abort`` first leaves a marker
+  (``_firn-aborted-<write id>`` in the data directory; remove_orphan_files collects it), then
+  deletes the reported files and any other file named for the job. A task checks the marker
+  after each flush and deletes its own files when it is there: a file is either listed by
+  ``abort`` or deleted by its task.
 
 Rows of one Spark partition that fall into many table partitions make one file per table
 partition and flush; repartition by the partition columns first for fewer, larger files.
@@ -30,22 +36,26 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql import types as st
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from firn.core.writer import write_data_files
-from firn.errors import ValidationError
+from firn.errors import FirnError, ValidationError
 from firn.spark.config import CatalogConfig, executor_io, executor_metadata, table_name
 from firn.spark.typemap import check_write_schema, from_spark_table
 from firn.spec.content import DataFile
+from firn.spec.locations import DefaultLocationProvider
 from firn.spec.properties import IsolationLevel
 from firn.spec.snapshots import MAIN_BRANCH
+from firn.spec.table_metadata import TableMetadata
 
 log = logging.getLogger(__name__)
 
 WRITE_ID_PROPERTY = "firn.write-id"
 SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
 MAX_WRITE_BUFFER = 256 * 1024 * 1024
+ABORT_MARKER_PREFIX = "_firn-aborted-"
 MODES = ("append", "overwrite", "dynamic")
 
 
@@ -141,11 +151,20 @@ class FirnWriter(DataSourceArrowWriter):
         self.buffer_bytes = buffer_bytes
         self.write_id = uuid.uuid4().hex
 
+    def _marker(self, metadata: TableMetadata) -> str:
+        return f"{DefaultLocationProvider.for_table(metadata).data_path}/{ABORT_MARKER_PREFIX}{self.write_id}"
+
     # -- executors -------------------------------------------------------------------------------
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FirnCommitMessage:
         io = executor_io(self.io_properties, self.metadata_location)
         metadata = executor_metadata(io, self.metadata_location)
         schema = metadata.schema()
+        task = TaskContext.get()
+        prefix = self.write_id
+        if task is not None:
+            prefix = f"{prefix}-{task.partitionId():05d}-{task.attemptNumber()}"
+        locations = _PrefixedLocations(DefaultLocationProvider.for_table(metadata), prefix)
+        marker = self._marker(metadata)
         written: list[DataFile] = []
         pending: list[pa.RecordBatch] = []
         size = 0
@@ -155,7 +174,9 @@ class FirnWriter(DataSourceArrowWriter):
             if pending:
                 data = from_spark_table(pa.Table.from_batches(pending), schema)
                 pending, size = [], 0
-                written.extend(write_data_files(io, metadata, data, sort=True))
+                written.extend(write_data_files(io, metadata, data, sort=True, location_provider=locations))
+                if io.new_input(marker).exists():
+                    raise FirnError(f"the write to {self.table} ({self.write_id}) was aborted")
 
         try:
             for batch in iterator:
@@ -195,17 +216,34 @@ class FirnWriter(DataSourceArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         paths = [f.file_path for f in _files_of(messages)]
-        if not paths:
-            return
         try:
             table = self.catalog.load().load_table(self.table)
         except Exception as e:  # cannot tell whether a commit landed: keep the files
-            log.warning("not deleting %d written files of %s: %s", len(paths), self.table, e)
+            log.warning("not deleting the files written for %s (%s): %s", self.table, self.write_id, e)
             return
         if any(s.summary.get(WRITE_ID_PROPERTY) == self.write_id for s in table.metadata.snapshots):
             return
         io = executor_io(self.io_properties, self.metadata_location)
-        io.delete_many(paths)
+        metadata = executor_metadata(io, self.metadata_location)
+        io.new_output(self._marker(metadata)).write(b"", overwrite=True)
+        data_path = DefaultLocationProvider.for_table(metadata).data_path
+        named = [
+            info.location
+            for info in io.list_prefix(data_path)
+            if info.location.rsplit("/", 1)[-1].startswith(self.write_id)
+        ]
+        io.delete_many([*paths, *named])
+
+
+@dataclass(frozen=True)
+class _PrefixedLocations:
+    """The table's data locations, file names prefixed with the job's and task's ids."""
+
+    base: DefaultLocationProvider
+    prefix: str
+
+    def new_data_location(self, file_name: str, partition_path: str | None = None) -> str:
+        return self.base.new_data_location(f"{self.prefix}-{file_name}", partition_path)
 
 
 def _files_of(messages: list[WriterCommitMessage | None]) -> list[DataFile]:

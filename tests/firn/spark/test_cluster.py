@@ -4,11 +4,11 @@ Firn shipped to the cluster rather than installed there.
 
 * The job runs ``flush`` on a V4 table with ``--py-files firn.spark.package()`` and a Python
   that has Firn's dependencies but not Firn (driver and executors); the table is flushed and
-  still reads identically, through Firn and through Spark on the cluster's executors.
+  still reads identically, through Firn and through Spark on the cluster's executors, which
+  get Firn from a packed virtualenv (``firn.spark.pack_venv``, ``--archives``).
 * ``compact`` and ``expire`` (``rewrite_data_files``, ``expire_snapshots``) are built on other
-  branches: their cases run once this build has those operations and skip (saying so) before.
-* A packed virtualenv (``firn.spark.pack_venv``) shipped with ``--archives`` gives the
-  executors Firn.
+  branches: their cases run once this build has those operations and skip (saying so) before;
+  their executors import Firn from the zip only.
 """
 
 from __future__ import annotations
@@ -90,14 +90,36 @@ def _many_small_commits(catalog: SqlCatalog) -> Table:
     return table
 
 
-def test_flush_job_with_py_files_on_the_cluster(
+def _archive_submit(tmp_path: Path, bare_python: str) -> dict[str, Any]:
+    """spark-submit arguments shipping Firn to the executors in a packed virtualenv: a small
+    virtualenv whose dependencies come from this machine (see ``bare_python``), Firn only from
+    the archive."""
+    env_dir = Path(bare_python).parent.parent
+    archive = firn.spark.pack_venv(tmp_path / "firn-env.tar.gz", venv=env_dir)
+    # Client mode: the data source's planning workers run on the driver with spark.pyspark.python
+    # too, so ./env must also resolve where spark-submit runs (README "Spark").
+    driver_dir = tmp_path / "driver"
+    (driver_dir / "env").mkdir(parents=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(driver_dir / "env", filter="tar")
+    return {
+        "archives": f"{archive}#env",
+        "driver_python": sys.executable,
+        "conf": {"spark.pyspark.python": "./env/bin/python", "spark.pyspark.driver.python": sys.executable},
+        "cwd": str(driver_dir),
+    }
+
+
+def test_flush_job_then_read_on_the_cluster(
     spark_cluster: SparkCluster, tmp_path: Path, catalog: SqlCatalog, bare_python: str
 ) -> None:
     table = _many_small_commits(catalog)
     before = table.scan().to_arrow()
+    # The job: Firn only from --py-files (driver and executors run a Python without it).
     zip_path = str(firn.spark.package(tmp_path / "ship"))
-    ship = {"py_files": zip_path, "python": bare_python}
-    [entry] = _submit_job(spark_cluster, tmp_path, "flush", {"force": True}, **ship)
+    [entry] = _submit_job(
+        spark_cluster, tmp_path, "flush", {"force": True}, py_files=zip_path, python=bare_python
+    )
     table.refresh()
     assert entry["operation"] == "flush_root" and entry["table"] == "db.events"
     assert entry["snapshot_id"] == table.current_snapshot().snapshot_id  # type: ignore[union-attr]
@@ -108,9 +130,13 @@ def test_flush_job_with_py_files_on_the_cluster(
     assert sorted(after.to_pylist(), key=lambda r: r["id"]) == sorted(
         before.to_pylist(), key=lambda r: r["id"]
     )
-    rows, where = _spark_rows_on_cluster(spark_cluster, tmp_path, "db.events", **ship)
+    # The flushed table read through Spark on the cluster's executors, which get Firn from a
+    # packed virtualenv (--archives).
+    rows, where = _spark_rows_on_cluster(
+        spark_cluster, tmp_path, "db.events", **_archive_submit(tmp_path, bare_python)
+    )
     assert _key_rows(rows) == _key_rows(after.to_pylist())
-    assert where and all(".zip/firn/__init__.py" in w for w in where), where
+    assert where and all("/env/lib/" in w and "site-packages/firn/__init__.py" in w for w in where), where
 
 
 CASES = [
@@ -125,6 +151,7 @@ def test_maintenance_job_on_the_cluster(
     spark_cluster: SparkCluster,
     tmp_path: Path,
     catalog: SqlCatalog,
+    bare_python: str,
     operation: str,
     method: str,
     options: dict[str, Any],
@@ -149,30 +176,3 @@ def test_maintenance_job_on_the_cluster(
     assert sorted(after.to_pylist(), key=lambda r: r["id"]) == sorted(
         before.to_pylist(), key=lambda r: r["id"]
     )
-
-
-def test_packed_venv_ships_firn_to_the_executors(
-    spark_cluster: SparkCluster, tmp_path: Path, catalog: SqlCatalog, bare_python: str
-) -> None:
-    table = build_table(catalog, "v3-dvs")
-    # A small virtualenv whose dependencies come from this machine's (see bare_python); Firn
-    # itself only from the archive.
-    env_dir = Path(bare_python).parent.parent
-    archive = firn.spark.pack_venv(tmp_path / "firn-env.tar.gz", venv=env_dir)
-    # Client mode: the data source's planning workers run on the driver with spark.pyspark.python
-    # too, so ./env must also resolve where spark-submit runs (README "Shipping Firn").
-    driver_dir = tmp_path / "driver"
-    (driver_dir / "env").mkdir(parents=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(driver_dir / "env", filter="tar")
-    rows, where = _spark_rows_on_cluster(
-        spark_cluster,
-        tmp_path,
-        "db.events",
-        archives=f"{archive}#env",
-        driver_python=sys.executable,
-        conf={"spark.pyspark.python": "./env/bin/python", "spark.pyspark.driver.python": sys.executable},
-        cwd=str(driver_dir),
-    )
-    assert _key_rows(rows) == _key_rows(table.scan().to_arrow().to_pylist())
-    assert where and all("/env/lib/" in w and "site-packages/firn/__init__.py" in w for w in where), where

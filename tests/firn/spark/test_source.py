@@ -234,8 +234,10 @@ def test_pack_tasks_by_size_and_parallelism() -> None:
     assert [len(g) for g in pack_tasks(_tasks([100 * mib] * 10), big)] == [1] * 10
     # 64 files of 1 MiB weigh 4 MiB each (open cost): 256 MiB over 2 cores -> 128 MiB bins.
     assert [len(g) for g in pack_tasks(_tasks([mib] * 64), big)] == [32, 32]
-    # A small table still spreads over the cores.
-    assert len(pack_tasks(_tasks([10 * mib] * 4), big)) == 2
+    # A small table still spreads over the cores, in balanced partitions.
+    assert [len(g) for g in pack_tasks(_tasks([10 * mib] * 4), big)] == [2, 2]
+    assert [len(g) for g in pack_tasks(_tasks([5 * mib] * 12), big)] == [6, 6]
+    assert [len(g) for g in pack_tasks(_tasks([mib] * 3), big)] == [1, 1, 1]
     assert pack_tasks([], big) == []
 
 
