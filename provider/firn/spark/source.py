@@ -25,8 +25,9 @@ reads on the executors:
   do), each file weighing at least ``read.split.open-file-cost`` (4 MiB). A file is never
   split. Tasks travel without column metrics, and no FileIO travels: executors rebuild it from
   its properties once per process.
-* ``read()`` streams each task's live rows (deletes applied) as Arrow record batches in
-  Spark's layout (``firn.spark.typemap``).
+* ``read()`` streams each task's live rows (deletes applied) as Arrow record batches of
+  ``batch-size`` rows in Spark's layout (``firn.spark.typemap``), reading ``read-threads``
+  files at a time (default 1: the Spark task's core also serves the JVM side).
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
 DEFAULT_OPEN_FILE_COST = 4 * 1024 * 1024
 # Rows per Arrow batch handed to Spark (option batch-size).
 DEFAULT_BATCH_SIZE = 131_072
+# Files one Spark task reads in parallel (option read-threads; read-ahead helps on object stores).
+DEFAULT_READ_THREADS = 1
 
 
 @dataclass(frozen=True)
@@ -218,6 +221,7 @@ class FirnDataSource(DataSource):
             types=types,
             target=spark_arrow_schema(schema),
             split=_split_settings(self.options, handle.metadata, self.settings.parallelism),
+            threads=_int_setting(self.options, "read-threads", {}, "", DEFAULT_READ_THREADS),
         )
 
     def writer(self, schema: st.StructType, overwrite: bool) -> FirnWriter:
@@ -316,8 +320,8 @@ def pack_tasks(tasks: Sequence[FileScanTask], split: SplitSettings) -> list[list
         return []
     weights = [weight(t) for t in tasks]
     total = sum(weights)
-    target = min(split.target, max(split.open_cost, total // split.parallelism))
-    count = max(1, math.ceil(total / target))
+    target = min(split.target, max(split.open_cost, -(-total // split.parallelism)))
+    count = max(1, min(len(tasks), math.ceil(total / target)))
     share = total / count
     # Each task goes to the partition its weight's midpoint falls in: contiguous, balanced.
     groups: list[list[FileScanTask]] = [[] for _ in range(count)]
@@ -328,8 +332,8 @@ def pack_tasks(tasks: Sequence[FileScanTask], split: SplitSettings) -> list[list
         groups[i].append(t)
         sizes[i] += w
         done += w
-    if any(size > target and len(g) > 1 for size, g in zip(sizes, groups)):
-        return _next_fit(tasks, weights, target)  # large files: never group past the target
+    if any(size > split.target and len(g) > 1 for size, g in zip(sizes, groups)):
+        return _next_fit(tasks, weights, target)  # large files: never group past split.target
     return [g for g in groups if g]
 
 
@@ -363,6 +367,7 @@ class FirnReader(DataSourceReader):
         types: list[IcebergType],
         target: pa.Schema,
         split: SplitSettings,
+        threads: int = 1,
     ) -> None:
         self.table = table
         self.metadata_location = metadata_location
@@ -372,6 +377,7 @@ class FirnReader(DataSourceReader):
         self.types = types
         self.target = target
         self.split = split
+        self.threads = threads
         self.filters: list[BooleanExpression] = []
 
     def row_filter(self) -> BooleanExpression:
@@ -396,7 +402,7 @@ class FirnReader(DataSourceReader):
         if not tasks:
             return
         io = executor_io(self.io_properties, self.metadata_location)
-        for batch in read_tasks(io, tasks, self.plan):
+        for batch in read_tasks(io, tasks, self.plan, threads=self.threads):
             yield to_spark_batch(batch, self.types, self.target)
 
 

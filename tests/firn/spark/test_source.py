@@ -237,8 +237,11 @@ def test_pack_tasks_by_size_and_parallelism() -> None:
     # A small table still spreads over the cores, in balanced partitions.
     assert [len(g) for g in pack_tasks(_tasks([10 * mib] * 4), big)] == [2, 2]
     assert [len(g) for g in pack_tasks(_tasks([5 * mib] * 12), big)] == [6, 6]
-    assert [len(g) for g in pack_tasks(_tasks([mib] * 3), big)] == [1, 1, 1]
+    assert [len(g) for g in pack_tasks(_tasks([mib] * 3), big)] == [1, 2]
+    assert [len(g) for g in pack_tasks(_tasks([8_310_000 + i for i in range(20)]), big)] == [10, 10]
     assert pack_tasks([], big) == []
+    tiny = SplitSettings(target=1, open_cost=4 * mib, parallelism=2)
+    assert [len(g) for g in pack_tasks(_tasks([100 * mib] * 5), tiny)] == [1] * 5
 
 
 # -- through Spark -------------------------------------------------------------------------------------
