@@ -144,13 +144,13 @@ def resolve_tables(catalog: Catalog, names: Sequence[str]) -> list[str]:
 
 
 def write_result(uri: str, text: str, properties: dict[str, str]) -> None:
-    """Write ``text`` to a local path or (``scheme://``) through a FileIO."""
-    if "://" in uri and not uri.startswith("file://"):
+    """Write ``text`` to a local path, or through a FileIO for a URI (``s3://``, ``file://``)."""
+    if "://" in uri:
         from firn.io.pyarrow_io import load_file_io
 
         load_file_io(properties, uri).new_output(uri).write(text.encode(), overwrite=True)
         return
-    local = Path(uri.removeprefix("file://"))
+    local = Path(uri)
     local.parent.mkdir(parents=True, exist_ok=True)
     local.write_text(text)
 

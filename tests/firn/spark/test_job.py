@@ -74,6 +74,12 @@ def test_parse_args_collects_properties_and_options(tmp_path: Path) -> None:
     assert args.catalog_property == {"s3.endpoint": "http://x:9000", "name": "prod"}
 
 
+def test_results_go_to_paths_and_fileio_uris(tmp_path: Path) -> None:
+    job.write_result(str(tmp_path / "a" / "r.json"), "[1]", {})
+    job.write_result((tmp_path / "b.json").as_uri(), "[2]", {})
+    assert (tmp_path / "a" / "r.json").read_text() == "[1]" and (tmp_path / "b.json").read_text() == "[2]"
+
+
 def test_a_missing_operation_is_a_clear_error() -> None:
     class _Maintenance:
         def flush_root(self) -> None: ...
