@@ -99,6 +99,33 @@ def new_files(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
     return {p: s for p, s in after.items() if p not in before}
 
 
+def spark_session(master: str = "local[2]") -> Any:
+    """A quiet local SparkSession for the Spark benchmarks (UI off, UTC, this interpreter for
+    the Python workers), with the ``firn`` data source registered."""
+    import sys
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    from pyspark.sql import SparkSession
+
+    import firn.spark
+
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("firn-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    firn.spark.register(spark)
+    return spark
+
+
 def local_path(uri: str) -> Path:
     """A ``file://`` URI or plain path as a local path."""
     return Path(uri[len("file://") :] if uri.startswith("file://") else uri)
@@ -114,6 +141,7 @@ __all__ = [
     "new_files",
     "pyiceberg_catalog",
     "quiet_peers",
+    "spark_session",
     "timed",
     "verdict",
     "workdir",

@@ -1,3 +1,8 @@
 """Test-wide fixtures live in tests/fixtures/; this file only registers them."""
 
-pytest_plugins = ["tests.fixtures.catalogs", "tests.fixtures.airflow", "tests.fixtures.rest"]
+pytest_plugins = [
+    "tests.fixtures.catalogs",
+    "tests.fixtures.airflow",
+    "tests.fixtures.rest",
+    "tests.fixtures.spark",
+]

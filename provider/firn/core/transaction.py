@@ -20,18 +20,27 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from firn.core.actions.append import AppendFiles
 from firn.core.actions.manage_snapshots import ManageSnapshots
+from firn.core.actions.replace_partitions import replace_partitions_action
 from firn.core.actions.row_delta import RowDelta
 from firn.core.actions.update_schema import UpdateSchema
 from firn.core.actions.update_spec import UpdateSpec
 from firn.core.actions.upgrade import upgrade_action
 from firn.core.actions.upsert import UpsertResult, upsert_action
-from firn.core.actions.write import add_files_action, append_action, delete_action, overwrite_action
+from firn.core.actions.write import (
+    add_files_action,
+    append_action,
+    delete_action,
+    overwrite_action,
+    overwrite_files_action,
+)
 from firn.core.commit import Action, CommitResult, SimpleAction, commit_actions
 from firn.core.handle import TableHandle
 from firn.core.updates import RemoveProperties, SetProperties, TableRequirement, TableUpdate
 from firn.errors import FirnError, ValidationError
-from firn.spec.properties import RESERVED_PROPERTIES, TableProperties
+from firn.spec.content import DataFile
+from firn.spec.properties import RESERVED_PROPERTIES, IsolationLevel, TableProperties
 from firn.spec.snapshots import MAIN_BRANCH
 from firn.spec.table_metadata import TableMetadata
 
@@ -130,6 +139,70 @@ class Transaction:
             self._table, data, filter, branch=branch, snapshot_properties=snapshot_properties
         )
         return self if action.is_noop else self.add_action(action)
+
+    def append_files(
+        self,
+        data_files: Sequence[DataFile],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        delete_on_failure: bool = False,
+    ) -> Transaction:
+        """Add data files already written with this table's schema and a spec of it (e.g. by
+        Spark tasks through ``firn.core.writer.write_data_files``) in an ``append`` snapshot
+        (none when there are no files). ``delete_on_failure``: delete them if the commit
+        definitely fails (never when its outcome is unknown)."""
+        if not data_files:
+            return self
+        written = [f.file_path for f in data_files] if delete_on_failure else []
+        action = AppendFiles(
+            data_files, branch=branch, snapshot_properties=snapshot_properties, written_files=written
+        )
+        return self.add_action(action)
+
+    def overwrite_files(
+        self,
+        data_files: Sequence[DataFile],
+        filter: BooleanExpression | str | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        delete_on_failure: bool = False,
+    ) -> Transaction:
+        """:meth:`overwrite` with data files already written: replace the rows matching
+        ``filter`` (default: all rows) with ``data_files`` in one snapshot, validated per
+        ``write.merge.isolation-level`` (none when nothing matched and there are no files)."""
+        action = overwrite_files_action(
+            self._table,
+            data_files,
+            filter,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            delete_on_failure=delete_on_failure,
+        )
+        return self if action.is_noop else self.add_action(action)
+
+    def replace_partitions(
+        self,
+        data_files: Sequence[DataFile],
+        *,
+        branch: str = MAIN_BRANCH,
+        isolation_level: IsolationLevel | None = None,
+        snapshot_properties: Mapping[str, str] | None = None,
+        delete_on_failure: bool = False,
+    ) -> Transaction:
+        """Dynamic partition overwrite: replace every partition ``data_files`` fall in with them
+        (see ``firn.core.actions.replace_partitions``); isolation defaults to
+        ``write.merge.isolation-level``. No snapshot when there are no files."""
+        action = replace_partitions_action(
+            self._table,
+            data_files,
+            branch=branch,
+            isolation_level=isolation_level,
+            snapshot_properties=snapshot_properties,
+            written_files=[f.file_path for f in data_files] if delete_on_failure else (),
+        )
+        return self if action is None else self.add_action(action)
 
     def delete(
         self,

@@ -592,6 +592,9 @@ def _conform(arr: pa.Array, f: NestedField, target: pa.DataType, column: str) ->
                 bad = out.null_count if valid is None else pc.sum(pc.and_(out.is_null(), valid)).as_py() or 0
                 if bad:
                     raise ValidationError(f"column {path!r} is required but {bad} values are null")
+                # Nulls only under null structs (as other engines, e.g. Spark, produce them):
+                # Parquet cannot store nulls in a required column, so give those slots a value.
+                out = _fill_masked_nulls(out)
             children.append(out)
         return pa.StructArray.from_arrays(children, fields=list(target), mask=null_mask(arr))
     if isinstance(t, ListType):
@@ -620,6 +623,36 @@ def _conform(arr: pa.Array, f: NestedField, target: pa.DataType, column: str) ->
         return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=null_mask(arr))
     assert isinstance(t, PrimitiveType)
     return _conform_primitive(arr, t, target, column)
+
+
+def _placeholder(t: pa.DataType) -> pa.Array:
+    """A one-element array of ``t`` holding some non-null value (for slots no reader sees)."""
+    if isinstance(t, pa.BaseExtensionType):
+        return pa.ExtensionArray.from_storage(t, _placeholder(t.storage_type))
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays([_placeholder(f.type) for f in t], fields=list(t))
+    if is_list_like(t) or pa.types.is_map(t):
+        return pa.array([[]], t)
+    if pa.types.is_fixed_size_binary(t):
+        return pa.array([b"\0" * t.byte_width], t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.array([b""], t)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.array([""], t)
+    if pa.types.is_boolean(t):
+        return pa.array([False], t)
+    if pa.types.is_decimal(t):
+        return pa.array([Decimal(0)], t)
+    if pa.types.is_date32(t):
+        return pa.array([0], pa.int32()).cast(t)
+    return pa.array([0], pa.int64()).cast(t)
+
+
+def _fill_masked_nulls(arr: pa.Array) -> pa.Array:
+    n = len(arr)
+    valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    index = np.where(valid, np.arange(n), n)
+    return pa.concat_arrays([arr, _placeholder(arr.type)]).take(pa.array(index))
 
 
 def _default_for_missing(f: NestedField, length: int, target: pa.DataType, column: str) -> pa.Array:

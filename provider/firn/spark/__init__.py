@@ -1,1 +1,76 @@
-"""firn.spark"""
+"""Firn on Spark: the ``firn`` PySpark data source, Spark-side row deletes, maintenance on
+Spark (``SparkRunner``, the spark-submit job) and shipping Firn to executors.
+
+::
+
+    import firn.spark
+
+    firn.spark.register(spark)
+    df = spark.read.format("firn").option("catalog", "sqlite:///cat.db").load("db.t")
+    df.write.format("firn").option("catalog", "sqlite:///cat.db").mode("append").save("db.t")
+    firn.spark.delete(spark, "db.t", "id < 10", catalog="sqlite:///cat.db")
+
+This package imports PySpark; nothing below it does (an import-linter contract).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from firn.spark import job
+from firn.spark.config import CatalogConfig, catalog_config
+from firn.spark.deletes import RowDeleteResult, delete, merge_on_read_delete
+from firn.spark.package import pack_venv, package
+from firn.spark.runner import SparkRunner
+from firn.spark.source import SOURCE_NAME, FirnDataSource, SessionSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
+
+
+def register(spark: SparkSession, *, filter_pushdown: bool = False) -> type[FirnDataSource]:
+    """Register the ``firn`` data source with ``spark``; returns the registered class.
+
+    Python data source workers cannot read the session conf, so this captures what the source
+    needs from it now: ``spark.firn.catalog.*`` (catalog URI, warehouse, properties),
+    ``spark.sql.sources.partitionOverwriteMode`` and the default parallelism. Call it again
+    after changing those. ``filter_pushdown=True`` lets Spark push its filters into planning
+    (and enables ``spark.sql.python.filterPushdown.enabled``, which PySpark requires for that);
+    it is off by default because of a PySpark 4.2 caching issue that can return a previous
+    query's filtered rows for a reused DataFrame (see ``firn.spark.source``). The ``filter``
+    read option prunes planning without that risk."""
+    from firn.spark.config import session_conf
+
+    if filter_pushdown:
+        spark.conf.set(PUSHDOWN_CONF, "true")
+    settings = SessionSettings(
+        conf=session_conf(spark),
+        partition_overwrite_mode=str(spark.conf.get(OVERWRITE_MODE_CONF, "static") or "static").lower(),
+        parallelism=spark.sparkContext.defaultParallelism,
+        filter_pushdown=filter_pushdown,
+    )
+    # A class made here (not importable by name) is pickled by value, settings included, into
+    # the Python workers that run the source.
+    registered = type(FirnDataSource.__name__, (FirnDataSource,), {"settings": settings})
+    registered.__qualname__ = "register.<locals>.FirnDataSource"
+    spark.dataSource.register(registered)
+    return registered
+
+
+__all__ = [
+    "SOURCE_NAME",
+    "CatalogConfig",
+    "FirnDataSource",
+    "RowDeleteResult",
+    "SparkRunner",
+    "catalog_config",
+    "delete",
+    "job",
+    "merge_on_read_delete",
+    "pack_venv",
+    "package",
+    "register",
+]

@@ -6,6 +6,7 @@ import datetime as dt
 import math
 import uuid
 from decimal import Decimal
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -433,3 +434,35 @@ def test_constant_arrays_and_struct_defaults() -> None:
 )
 def test_arrow_scalar_to_internal(t: IcebergType, scalar: pa.Scalar, expected: object) -> None:
     assert arrow_scalar_to_internal(t, scalar) == expected
+
+
+def test_required_struct_children_null_only_under_null_structs_are_writable(tmp_path: Any) -> None:
+    # Engines such as Spark leave a null struct's children null; Parquet needs values there.
+    import pyarrow.parquet as pq
+
+    from firn.spec.types import DecimalType, ListType, NestedField, StringType, StructType, UUIDType
+
+    inner = StructType(
+        NestedField(2, "name", StringType(), True),
+        NestedField(3, "l", ListType(4, StringType(), True), True),
+        NestedField(5, "u", UUIDType(), True),
+        NestedField(6, "d", DecimalType(3, 1), True),
+    )
+    schema = Schema(NestedField(1, "s", inner, False))
+    children = [
+        pa.array([None, "x"]),
+        pa.array([None, ["a"]]),
+        pa.array([None, b"a" * 16], pa.binary(16)),
+        pa.array([None, Decimal("1.5")], pa.decimal128(3, 1)),
+    ]
+    s = pa.StructArray.from_arrays(children, names=["name", "l", "u", "d"], mask=pa.array([True, False]))
+    assert s.field(0).null_count == 1
+    out = cast_to_schema(pa.table({"s": s}), schema)
+    pq.write_table(out, tmp_path / "f.parquet")
+    assert pq.read_table(tmp_path / "f.parquet").column("s").to_pylist() == [
+        None,
+        {"name": "x", "l": ["a"], "u": uuid.UUID(bytes=b"a" * 16), "d": Decimal("1.5")},
+    ]
+    present = pa.StructArray.from_arrays(children, names=["name", "l", "u", "d"])
+    with pytest.raises(ValidationError, match=r"'s\.name' is required but 1 values are null"):
+        cast_to_schema(pa.table({"s": present}), schema)

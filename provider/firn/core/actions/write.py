@@ -7,7 +7,7 @@ concurrent commits are validated per the isolation level (``actions.overwrite``)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,7 @@ from firn.expressions import (
     evaluate,
 )
 from firn.expressions.projection import partition_struct, project_strict
-from firn.spec.content import DataFile
+from firn.spec.content import DataFile, FileContent
 from firn.spec.partitioning import PartitionSpec
 from firn.spec.properties import (
     DEFAULT_NAME_MAPPING,
@@ -358,18 +358,58 @@ def overwrite_action(
 ) -> OverwriteFiles:
     if not isinstance(data, pa.Table | pa.RecordBatch):
         raise ValidationError(f"overwrite takes a pyarrow Table, got {type(data).__name__}")
+
+    def write() -> list[DataFile]:
+        return write_data_files(table.io, table.metadata, data) if data.num_rows else []
+
+    return _overwrite(table, write, filter, branch, snapshot_properties, delete_new_on_failure=True)
+
+
+def overwrite_files_action(
+    table: TableHandle,
+    files: Sequence[DataFile],
+    filter: BooleanExpression | str | None,
+    *,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+    delete_on_failure: bool = False,
+) -> OverwriteFiles:
+    """``overwrite`` with data files written elsewhere (e.g. by Spark tasks); they are deleted
+    when the commit fails only with ``delete_on_failure``."""
+    for f in files:
+        if f.content is not FileContent.DATA:
+            raise ValidationError(f"overwrite takes data files only; {f.file_path} is {f.content.name}")
+    return _overwrite(
+        table,
+        lambda: list(files),
+        filter,
+        branch,
+        snapshot_properties,
+        delete_new_on_failure=delete_on_failure,
+    )
+
+
+def _overwrite(
+    table: TableHandle,
+    new_files: Callable[[], list[DataFile]],
+    filter: BooleanExpression | str | None,
+    branch: str,
+    snapshot_properties: Mapping[str, str] | None,
+    *,
+    delete_new_on_failure: bool,
+) -> OverwriteFiles:
     expr = to_expression(filter)
     md = table.metadata
     plan = match_rows(table, expr, branch)
     rewritten = _copy_on_write(table, plan)
-    new_files: list[DataFile] = []
+    added_new: list[DataFile] = []
     try:
-        if data.num_rows:
-            new_files = write_data_files(table.io, md, data)
+        added_new = new_files()
     except BaseException:
         table.io.delete_many([f.file_path for f in rewritten])
         raise
-    added = [*rewritten, *new_files]
+    added = [*rewritten, *added_new]
+    written = [*rewritten, *added_new] if delete_new_on_failure else rewritten
     return OverwriteFiles(
         starting_snapshot_id=plan.starting_snapshot_id,
         added_data=added,
@@ -380,7 +420,7 @@ def overwrite_action(
         operation=Operation.OVERWRITE,
         branch=branch,
         snapshot_properties=snapshot_properties,
-        written_files=[f.file_path for f in added],
+        written_files=[f.file_path for f in written],
     )
 
 
@@ -391,4 +431,5 @@ __all__ = [
     "delete_action",
     "match_rows",
     "overwrite_action",
+    "overwrite_files_action",
 ]

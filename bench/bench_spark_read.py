@@ -1,0 +1,167 @@
+"""Spark read: the ``firn`` data source vs ``spark.read.parquet`` over the same files, local[2].
+
+Issue 12 ("Speed"): reading a table through the Firn data source must reach at least 0.8x the
+rows/s of Spark's own Parquet reader on the same data files (no deletes).
+
+Setup: a v2 table (no partitioning, no deletes) of ``--rows`` rows in ``--files`` appends,
+written by Firn into a temporary warehouse. Both sides read every column of every row into
+Spark's ``noop`` sink (the whole scan runs, nothing is written): ``spark.read.format("firn")``
+on the table, and ``spark.read.parquet`` on the table's data file paths. For context a third
+side measures PySpark's Python data source path alone: a source yielding the same number of
+rows from Arrow batches already in memory (no file I/O, no decoding), i.e. the floor any
+Python data source pays to hand Arrow data to Spark. The sides alternate, ``--runs`` times
+each after one warm-up each; medians and the ratio are printed with the target. Session start
+is not timed.
+
+Run: ``.venv/bin/python bench/bench_spark_read.py [--rows N] [--files N] [--runs N] [--quick]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+import firn
+from _harness import median, spark_session, verdict, workdir
+from firn.catalog.base import Catalog
+
+TARGET = 0.8
+
+
+def make_rows(start: int, count: int, rng: np.random.Generator) -> pa.Table:
+    ids = np.arange(start, start + count, dtype=np.int64)
+    regions = np.array(["eu", "us", "ap", "sa", "af"])
+    return pa.table(
+        {
+            "id": ids,
+            "region": pa.array(regions[rng.integers(0, len(regions), count)]),
+            "amount": rng.random(count) * 1000,
+            "qty": rng.integers(0, 1000, count).astype(np.int32),
+            "ts": pa.array(1_700_000_000_000_000 + ids * 1_000_000, pa.timestamp("us", tz="UTC")),
+            "note": pa.array(np.char.add("note-", (ids % 9973).astype(str))),
+        }
+    )
+
+
+def build(catalog: Catalog, rows: int, files: int) -> Any:
+    catalog.create_namespace("db")
+    schema = make_rows(0, 1, np.random.default_rng(0)).schema
+    table = catalog.create_table("db.t", schema, properties={"format-version": "2"})
+    rng = np.random.default_rng(7)
+    per = rows // files
+    for i in range(files):
+        table.append(make_rows(i * per, per, rng))
+    return table
+
+
+def register_floor(spark: Any) -> None:
+    """Register ``firn_bench_floor``: ``rows`` rows of :func:`make_rows` over ``parts`` partitions,
+    built once per partition in memory and yielded as Arrow batches."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class FloorReader(DataSourceReader):
+        def __init__(self, rows: int, parts: int) -> None:
+            self.rows, self.parts = rows, parts
+
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(i) for i in range(self.parts)]
+
+        def read(self, partition: InputPartition) -> Any:
+            per = self.rows // self.parts
+            batch_rows = 131_072
+            data = make_rows(0, min(per, batch_rows), np.random.default_rng(1))
+            fields = [pa.field(f.name, f.type, f.name != "id") for f in data.schema]
+            batch = data.cast(pa.schema(fields)).combine_chunks().to_batches()[0]
+            for start in range(0, per, batch_rows):
+                yield batch.slice(0, min(batch_rows, per - start))
+
+    class FloorSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "firn_bench_floor"
+
+        def schema(self) -> str:
+            return "id bigint not null, region string, amount double, qty int, ts timestamp, note string"
+
+        def reader(self, schema: Any) -> FloorReader:
+            return FloorReader(int(self.options["rows"]), int(self.options["parts"]))
+
+    spark.dataSource.register(FloorSource)
+
+
+def timed_noop(df: Any) -> float:
+    start = time.perf_counter()
+    df.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rows", type=int, default=10_000_000)
+    p.add_argument("--files", type=int, default=20)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--quick", action="store_true", help="a smoke run: 200,000 rows, 4 files, 1 run")
+    args = p.parse_args()
+    if args.quick:
+        args.rows, args.files, args.runs = 200_000, 4, 1
+    with workdir("spark-read") as root:
+        uri = f"sqlite:///{root}/catalog.db"
+        catalog = firn.load_catalog(uri, warehouse=str(root / "warehouse"))
+        t0 = time.perf_counter()
+        table = build(catalog, args.rows, args.files)
+        paths = [f.file.file_path for f in table.scan().plan_files()]
+        size = sum(f.file.file_size_in_bytes for f in table.scan().plan_files())
+        print(
+            f"table: {args.rows:,} rows, {len(paths)} data files, {size / 1e6:,.1f} MB "
+            f"(built in {time.perf_counter() - t0:.1f} s)"
+        )
+        t0 = time.perf_counter()
+        spark = spark_session()
+        print(f"Spark session start (not in the timings): {time.perf_counter() - t0:.1f} s")
+        try:
+            register_floor(spark)
+            # The floor splits its rows over as many partitions as the Firn scan plans.
+            parts = spark.read.format("firn").option("catalog", uri).load("db.t").rdd.getNumPartitions()
+            sides: dict[str, Callable[[], Any]] = {
+                "firn data source": lambda: spark.read.format("firn").option("catalog", uri).load("db.t"),
+                "spark.read.parquet": lambda: spark.read.parquet(
+                    *[Path(x.removeprefix("file://")).as_uri() for x in paths]
+                ),
+                "python source floor": lambda: (
+                    spark.read.format("firn_bench_floor")
+                    .option("rows", str(args.rows))
+                    .option("parts", str(parts))
+                    .load()
+                ),
+            }
+            times: dict[str, list[float]] = {k: [] for k in sides}
+            for make in sides.values():  # warm-up: JIT, Python workers, file cache
+                timed_noop(make())
+            for _ in range(args.runs):
+                for name, make in sides.items():
+                    times[name].append(timed_noop(make()))
+        finally:
+            spark.stop()
+    print(f"\nfull scan into Spark's noop sink, local[2], {args.runs} alternating runs each (median)")
+    print(f"  ({parts} input partitions each)")
+    for name, ts in times.items():
+        m = median(ts)
+        print(
+            f"  {name:20s} {m:8.2f} s   {args.rows / m / 1e6:6.2f} M rows/s   runs: {', '.join(f'{t:.2f}' for t in ts)}"
+        )
+    ratio = median(times["spark.read.parquet"]) / median(times["firn data source"])
+    floor = median(times["spark.read.parquet"]) / median(times["python source floor"])
+    print(
+        f"\nratio firn / spark.read.parquet (rows/s) = {ratio:.2f}x  (target >= {TARGET}x)  {verdict(ratio >= TARGET)}"
+    )
+    print(f"context: the in-memory Python source reaches {floor:.2f}x of spark.read.parquet")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""The spark-submit entry point for every maintenance operation.
+
+::
+
+    spark-submit [--py-files firn.zip] <firn.spark.job.path()> <operation> \\
+        --catalog URI [--warehouse W] [--catalog-property k=v ...] \\
+        --table db.t [--table db.u | --table db] --options JSON --result URI [--dry-run]
+
+``<operation>`` and the ``table.maintenance`` method it runs:
+
+=====================  ==============================================================
+``expire``             ``expire_snapshots``
+``compact``            ``rewrite_data_files``
+``rewrite-dvs``        ``rewrite_deletion_vectors`` (v3+), ``rewrite_position_delete_files`` (v2)
+``rewrite-manifests``  ``rewrite_manifests``
+``orphans``            ``remove_orphan_files``
+``flush``              ``flush_root``
+=====================  ==============================================================
+
+``--options`` is a JSON object of the operation's options in Iceberg's hyphenated names
+(``{"older-than": "2024-01-01T00:00:00Z", "retain-last": 5}``). ``--table`` may repeat, and
+may name a namespace (every table in it). ``--catalog`` falls back to the Spark conf
+``spark.firn.catalog.uri`` (likewise the warehouse and properties). Each table is planned on the
+driver; its work units run as Spark tasks (:class:`firn.spark.SparkRunner`); the driver
+commits. ``--dry-run`` only plans (no Spark tasks, nothing committed).
+
+``--result`` (a local path or a FileIO URI such as ``s3://...``) receives a JSON list with one
+entry per table, in order: the operation's typed result (``result.to_dict()``), or with
+``--dry-run`` the plan (``plan.to_dict()`` plus ``"dry_run": true`` and its description), or
+for a table that failed ``{"operation", "table", "error": {"type", "message"}}``. The job
+prints one summary line; it exits 1 if any table failed (each error's class and message on
+stderr), 2 on bad arguments. An operation the installed Firn does not have is an error naming
+it. :func:`path` gives this file's path for operators.
+"""
+
+from __future__ import annotations
+
+import sys
+
+if __name__ == "__main__" and sys.path and sys.path[0].rstrip("/").endswith("firn/spark"):
+    # Run as a script, Python puts this directory first on sys.path; its module names must not
+    # shadow anything (``firn`` is imported as a package from the zip or the environment).
+    sys.path.pop(0)
+
+import argparse
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from firn.catalog.base import Catalog
+    from firn.table.table import Table
+
+OPERATIONS: dict[str, tuple[str, ...]] = {
+    "expire": ("expire_snapshots",),
+    "compact": ("rewrite_data_files",),
+    "rewrite-dvs": ("rewrite_deletion_vectors", "rewrite_position_delete_files"),
+    "rewrite-manifests": ("rewrite_manifests",),
+    "orphans": ("remove_orphan_files",),
+    "flush": ("flush_root",),
+}
+
+
+def path() -> str:
+    """The path of this file, for ``spark-submit`` (and the Airflow operators)."""
+    return str(Path(__file__).resolve())
+
+
+class _ArgumentError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # exit code 2 with the message, no usage dump
+        raise _ArgumentError(message)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The job's arguments (``_ArgumentError`` on bad ones)."""
+    p = _Parser(prog="firn-spark-job", description="Run one Firn maintenance operation on Spark.")
+    p.add_argument("operation", choices=sorted(OPERATIONS))
+    p.add_argument("--catalog", help="catalog URI (default: spark.firn.catalog.uri)")
+    p.add_argument("--warehouse")
+    p.add_argument("--catalog-property", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--table", action="append", required=True, help="db.table or a namespace; repeatable")
+    p.add_argument("--options", default="{}", help="JSON object of options (Iceberg names)")
+    p.add_argument("--result", required=True, help="where to write the JSON result (path or URI)")
+    p.add_argument("--dry-run", action="store_true")
+    args = p.parse_args(list(argv))
+    try:
+        options = json.loads(args.options)
+    except json.JSONDecodeError as e:
+        raise _ArgumentError(f"--options must be a JSON object: {e}") from None
+    if not isinstance(options, dict):
+        raise _ArgumentError("--options must be a JSON object")
+    args.options = options
+    props: dict[str, str] = {}
+    for item in args.catalog_property:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise _ArgumentError(f"--catalog-property takes KEY=VALUE, got {item!r}")
+        props[key] = value
+    args.catalog_property = props
+    return args
+
+
+def method_for(operation: str, table: Table) -> str:
+    """The ``table.maintenance`` method ``operation`` runs on ``table``."""
+    from firn.errors import Unsupported
+
+    names = OPERATIONS[operation]
+    if operation == "rewrite-dvs":
+        # v2 tables hold position delete files, v3+ deletion vectors (Iceberg's two procedures).
+        names = (names[1],) if table.format_version == 2 else (names[0],)
+    for name in names:
+        if hasattr(table.maintenance, name):
+            return name
+    import firn
+
+    raise Unsupported(
+        f"operation {operation!r} needs table.maintenance.{names[0]}, which this Firn "
+        f"({firn.__version__}) does not have"
+    )
+
+
+def resolve_tables(catalog: Catalog, names: Sequence[str]) -> list[str]:
+    """Table names: each ``--table`` that is a table, or every table of a namespace."""
+    from firn.errors import NotFound
+
+    out: list[str] = []
+    for name in names:
+        if "." in name and catalog.table_exists(name):
+            found = [name]
+        elif catalog.namespace_exists(name):
+            found = [".".join(ident) for ident in catalog.list_tables(name)]
+        else:
+            raise NotFound(f"--table {name!r} is neither a table nor a namespace of the catalog")
+        out.extend(t for t in found if t not in out)
+    return out
+
+
+def write_result(uri: str, text: str, properties: dict[str, str]) -> None:
+    """Write ``text`` to a local path, or through a FileIO for a URI (``s3://``, ``file://``)."""
+    if "://" in uri:
+        from firn.io.pyarrow_io import load_file_io
+
+        load_file_io(properties, uri).new_output(uri).write(text.encode(), overwrite=True)
+        return
+    local = Path(uri)
+    local.parent.mkdir(parents=True, exist_ok=True)
+    local.write_text(text)
+
+
+def _run_table(
+    catalog: Catalog,
+    name: str,
+    operation: str,
+    options: dict[str, Any],
+    dry_run: bool,
+    spark: SparkSession | None,
+) -> dict[str, Any]:
+    table = catalog.load_table(name)
+    method = method_for(operation, table)
+    op = getattr(table.maintenance, method)(**options)
+    if dry_run:
+        plan = op.plan()
+        entry: dict[str, Any] = plan.to_dict()
+        entry.update({"dry_run": True, "description": str(plan)})
+        return entry
+    from firn.spark.runner import SparkRunner
+
+    assert spark is not None
+    result = op.run(runner=SparkRunner(spark, job_description=f"firn {operation} {name}"))
+    out: dict[str, Any] = result.to_dict()
+    return out
+
+
+def run(args: argparse.Namespace, spark: SparkSession | None = None) -> tuple[list[dict[str, Any]], int]:
+    """Run the job for parsed ``args``; returns (entries, number of failed tables)."""
+    from firn.spark.config import CatalogConfig, session_conf
+
+    conf: dict[str, str] = session_conf(spark) if spark is not None else {}
+    options = {f"catalog.{k}": v for k, v in args.catalog_property.items()}
+    if args.catalog:
+        options["catalog"] = args.catalog
+    if args.warehouse:
+        options["warehouse"] = args.warehouse
+    config = CatalogConfig.resolve(options, conf)
+    catalog = config.load()
+    entries: list[dict[str, Any]] = []
+    failed = 0
+    for name in resolve_tables(catalog, args.table):
+        try:
+            entries.append(_run_table(catalog, name, args.operation, args.options, args.dry_run, spark))
+        except Exception as e:
+            failed += 1
+            print(f"{type(e).__name__}: {name}: {e}", file=sys.stderr)
+            entries.append(
+                {
+                    "operation": args.operation,
+                    "table": name,
+                    "error": {"type": type(e).__name__, "message": str(e)},
+                }
+            )
+    write_result(args.result, json.dumps(entries, indent=2, sort_keys=True), dict(config.properties))
+    return entries, failed
+
+
+def summary(args: argparse.Namespace, entries: list[dict[str, Any]], failed: int, seconds: float) -> str:
+    """The one line the job prints (what each table's run did is in the result file)."""
+    done = sum(1 for e in entries if "error" not in e)
+    verb = "planned" if args.dry_run else "done"
+    return (
+        f"firn {args.operation}: {len(entries)} table(s), {done} {verb}, {failed} failed "
+        f"in {seconds * 1000:.0f} ms; result: {args.result}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point (``spark-submit job.py ...``); returns the exit code."""
+    started = time.monotonic()
+    try:
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+    except _ArgumentError as e:
+        print(f"ArgumentError: {e}", file=sys.stderr)
+        return 2
+    spark = None
+    try:
+        if not (args.dry_run and args.catalog):
+            # A dry run plans on the driver alone; it needs Spark only for the conf.
+            from pyspark.sql import SparkSession
+
+            spark = SparkSession.builder.appName(f"firn {args.operation}").getOrCreate()
+        entries, failed = run(args, spark)
+    except Exception as e:
+        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if spark is not None:
+            spark.stop()
+    print(summary(args, entries, failed, time.monotonic() - started))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
