@@ -55,6 +55,7 @@ from firn.errors import FirnError, LeaseHeld, NotFound, Unsupported, ValidationE
 from firn.maintenance.operations import SHORT_NAMES, method_name, resolve
 from firn.maintenance.recommend import Recommendation
 from firn.maintenance.runner import LocalRunner
+from firn.spec import summary as S
 from firn.table.table import Table
 
 CATALOG_ENV = "FIRN_CATALOG_URI"
@@ -342,8 +343,8 @@ def table_snapshots(name: str, limit: int | None, **common: Any) -> None:
             str(r["parent_snapshot_id"] or "-"),
             _ts(r["timestamp_ms"]),
             r["operation"],
-            summary.get("total-data-files", "-"),
-            summary.get("total-records", "-"),
+            summary.get(S.TOTAL_DATA_FILES, "-"),
+            summary.get(S.TOTAL_RECORDS, "-"),
         )
     _console().print(out)
 

@@ -27,6 +27,9 @@ import pyarrow as pa
 import firn
 from firn.catalog.base import Catalog
 from firn.catalog.base_catalog import BaseCatalog
+from firn.spec import properties as P
+from firn.spec import summary as S
+from firn.spec.properties import RowLevelMode
 from firn.table.table import Table
 
 TABLE = "demo.events"
@@ -67,7 +70,7 @@ def fresh_table(catalog: Catalog, name: str = TABLE, **properties: str) -> Table
         name,
         SCHEMA,
         partition_spec=[("region", "identity"), ("ts", "day")],
-        properties=properties or {"format-version": "2"},
+        properties=properties or {P.FORMAT_VERSION: "2"},
     )
 
 
@@ -78,7 +81,9 @@ def metadata_files(table: Table) -> dict[str, int]:
 
 
 def run_v4(catalog: Catalog) -> None:
-    table = fresh_table(catalog, TABLE_V4, **{"format-version": "4", "write.delete.mode": "merge-on-read"})
+    table = fresh_table(
+        catalog, TABLE_V4, **{P.FORMAT_VERSION: "4", P.DELETE_MODE: RowLevelMode.MERGE_ON_READ.value}
+    )
     print(f"\nCreated {table.name} (format v{table.format_version}): the same events, one small commit each")
     print(f"  {'commit':<38} {'metadata files':>14} {'bytes':>7}  names")
 
@@ -113,7 +118,7 @@ def run_v4(catalog: Catalog) -> None:
     result = flush.run()
     after = table.scan().to_arrow().sort_by("id")
     flushed = table.current_snapshot()
-    root_entries = flushed.summary.get("root-entries") if flushed is not None else "?"
+    root_entries = flushed.summary.get(S.ROOT_ENTRIES) if flushed is not None else "?"
     print(
         f"Root flush, committed: {result.data_files_moved} data files and {result.delete_files_moved} "
         f"DVs moved into {result.leaves_written} leaves ({result.bytes_written:,} bytes); "
@@ -143,8 +148,8 @@ def run(warehouse: Path) -> None:
         print(f"  {'snapshot id':>20}  {'operation':<9} {'rows':>5} {'files':>5}  committed at")
         for snap in table.snapshots():
             at = dt.datetime.fromtimestamp(snap.timestamp_ms / 1000, tz=dt.UTC)
-            rows = snap.summary.get("total-records", "?")
-            files = snap.summary.get("total-data-files", "?")
+            rows = snap.summary.get(S.TOTAL_RECORDS, "?")
+            files = snap.summary.get(S.TOTAL_DATA_FILES, "?")
             when = at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
             print(f"  {snap.snapshot_id:>20}  {snap.summary.operation.value:<9} {rows:>5} {files:>5}  {when}")
 

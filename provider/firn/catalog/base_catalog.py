@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -50,6 +48,7 @@ from firn.errors import (
 from firn.io.base import FileIO
 from firn.io.pyarrow_io import load_file_io
 from firn.table.table import Table
+from firn.util.lru import LRUCache
 
 if TYPE_CHECKING:
     from firn.core.create import PartitionSpecLike, SchemaLike, SortOrderLike
@@ -117,9 +116,10 @@ class BaseCatalog(ABC):
             self._properties[WAREHOUSE] = self._warehouse
         self._io = io if io is not None else load_file_io(self._properties, self._warehouse)
         size = self._properties.get(METADATA_CACHE_SIZE)
-        self._cache_size = int(size) if size else DEFAULT_METADATA_CACHE_SIZE
-        self._cache: OrderedDict[str, TableMetadata] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        # Metadata files are immutable: parsed metadata by location (0 or less: no cache).
+        self._cache: LRUCache[TableMetadata] = LRUCache(
+            max(0, int(size) if size else DEFAULT_METADATA_CACHE_SIZE)
+        )
 
     # -- properties ----------------------------------------------------------------------------
     @property
@@ -141,8 +141,7 @@ class BaseCatalog(ABC):
 
     def close(self) -> None:
         """Release what the catalog holds (backends add their connections)."""
-        with self._cache_lock:
-            self._cache.clear()
+        self._cache.clear()
 
     def __enter__(self) -> BaseCatalog:
         return self
@@ -332,7 +331,7 @@ class BaseCatalog(ABC):
         except AlreadyExists:
             self._io.delete(metadata_location)
             raise
-        self._cache_put(metadata_location, metadata)
+        self._cache.put(metadata_location, metadata)
         return _make_table(self, ident, metadata, metadata_location)
 
     def load_table(self, identifier: IdentifierLike) -> Table:
@@ -372,7 +371,7 @@ class BaseCatalog(ABC):
                 logger.warning("purging %s without readable metadata (%s)", self._fmt(ident), e)
         if not self._tbl_delete(ns_str, name):
             raise NoSuchTable(f"table {self._fmt(ident)!r} does not exist in catalog {self._name!r}")
-        self._cache_pop(metadata_location)
+        self._cache.pop(metadata_location)
         if purge:
             self._purge(ident, metadata_location, metadata)
 
@@ -470,7 +469,7 @@ class BaseCatalog(ABC):
                 f"new metadata location must differ from the current one ({expected_location})"
             )
         self._tbl_swap(ns_str, name, expected_location, new_location)
-        self._cache_put(new_location, new_metadata)
+        self._cache.put(new_location, new_metadata)
 
     def _delete_quietly(self, locations: list[str]) -> None:
         if not locations:
@@ -539,27 +538,12 @@ class BaseCatalog(ABC):
         return location
 
     def _read_metadata(self, location: str) -> TableMetadata:
-        with self._cache_lock:
-            cached = self._cache.get(location)
-            if cached is not None:
-                self._cache.move_to_end(location)
-                return cached
+        cached = self._cache.get(location)
+        if cached is not None:
+            return cached
         metadata = read_metadata(self._io, location)
-        self._cache_put(location, metadata)
+        self._cache.put(location, metadata)
         return metadata
-
-    def _cache_put(self, location: str, metadata: TableMetadata) -> None:
-        if self._cache_size <= 0:
-            return
-        with self._cache_lock:
-            self._cache[location] = metadata
-            self._cache.move_to_end(location)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-
-    def _cache_pop(self, location: str) -> None:
-        with self._cache_lock:
-            self._cache.pop(location, None)
 
     # -- storage primitives (namespaces are dot-joined strings) --------------------------------
     @abstractmethod

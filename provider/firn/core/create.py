@@ -20,7 +20,12 @@ from firn.spec.properties import FORMAT_VERSION, RESERVED_PROPERTIES, TablePrope
 from firn.spec.schema import Schema, assign_fresh_ids
 from firn.spec.sorting import UNSORTED, SortField, SortOrder, build_sort_order
 from firn.spec.table_metadata import TableMetadata, now_ms
-from firn.spec.versions import DEFAULT_FORMAT_VERSION, MIN_FORMAT_VERSION_ROW_LINEAGE, check_format_version
+from firn.spec.versions import (
+    DEFAULT_FORMAT_VERSION,
+    MIN_FORMAT_VERSION_ROW_LINEAGE,
+    MIN_FORMAT_VERSION_TRACKED_PARTITION_FIELD_IDS,
+    check_format_version,
+)
 
 SchemaLike = Any  # firn Schema or pyarrow.Schema
 PartitionSpecLike = PartitionSpec | Sequence[Any] | None
@@ -100,7 +105,7 @@ def new_table_metadata(
         spec = _rebind_spec(partition_spec, user_schema, fresh)
     else:
         spec = build_partition_spec(fresh, partition_spec, spec_id=INITIAL_SPEC_ID)
-    if version == 1:
+    if version < MIN_FORMAT_VERSION_TRACKED_PARTITION_FIELD_IDS:
         # v1 requires the spec's field ids to start at 1000 in order (spec Appendix C).
         for i, pf in enumerate(spec.fields):
             if pf.field_id != PARTITION_FIELD_ID_START + i:

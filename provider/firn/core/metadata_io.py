@@ -8,7 +8,7 @@ import uuid
 from firn.errors import AlreadyExists, InvalidMetadata
 from firn.io.base import FileIO
 from firn.spec.metadata_json import metadata_from_json, metadata_to_gzip, metadata_to_json
-from firn.spec.properties import METADATA_COMPRESSION
+from firn.spec.properties import METADATA_COMPRESSION, WRITE_METADATA_PATH
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.versions import MIN_FORMAT_VERSION_ROOT_MANIFEST
 
@@ -16,7 +16,7 @@ _VERSION = re.compile(r"(?:^|/)(\d+)-[0-9a-fA-F-]+\.(?:gz\.)?metadata\.json(?:\.
 
 
 def metadata_dir(metadata: TableMetadata) -> str:
-    custom = metadata.properties.get("write.metadata.path")
+    custom = metadata.properties.get(WRITE_METADATA_PATH)
     return custom.rstrip("/") if custom else f"{metadata.location.rstrip('/')}/metadata"
 
 
@@ -33,11 +33,11 @@ def metadata_codec(metadata: TableMetadata) -> str:
     ``none`` (Iceberg's default) for v1-v3.
 
     V4 defaults to gzip (a deviation from Iceberg's default, and V4 tables are Firn's own):
-    the metadata JSON lists every snapshot, about 700 B each, and a V4 commit otherwise writes
-    only a small root manifest, so until snapshots expire the JSON is most of what a commit
-    writes (730 KB at 1,000 snapshots, against about 110 KB compressed). The gzip members of
-    old snapshots are reused across commits (:func:`metadata_to_gzip`), so compressing costs
-    about as much at 1,000 snapshots as at 10.
+    the metadata JSON lists every snapshot and a V4 commit otherwise writes only a small root
+    manifest, so until snapshots expire the JSON is most of what a commit writes, and it
+    compresses well (bench/README.md 9a). The gzip members of old snapshots are reused across
+    commits (:func:`metadata_to_gzip`), so compressing costs about the same whatever the
+    history.
     """
     if METADATA_COMPRESSION in metadata.properties:
         return metadata.table_properties.metadata_compression

@@ -24,6 +24,7 @@ from firn.core.updates import (
     TableUpdate,
 )
 from firn.errors import ValidationError
+from firn.spec import summary as S
 from firn.spec.content import FileContent
 from firn.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot, Summary, new_snapshot_id
 from firn.spec.table_metadata import TableMetadata, now_ms
@@ -38,42 +39,32 @@ def file_summary(changes: PendingFiles) -> dict[str, int]:
     """Appendix F metrics for the added and removed files."""
     s: dict[str, int] = {}
     for f in changes.added_data:
-        _add_count(s, "added-data-files", 1)
-        _add_count(s, "added-records", f.record_count)
-        _add_count(s, "added-files-size", f.file_size_in_bytes)
+        _add_count(s, S.ADDED_DATA_FILES, 1)
+        _add_count(s, S.ADDED_RECORDS, f.record_count)
+        _add_count(s, S.ADDED_FILES_SIZE, f.file_size_in_bytes)
     for f in changes.removed_data:
-        _add_count(s, "deleted-data-files", 1)
-        _add_count(s, "deleted-records", f.record_count)
-        _add_count(s, "removed-files-size", f.file_size_in_bytes)
+        _add_count(s, S.DELETED_DATA_FILES, 1)
+        _add_count(s, S.DELETED_RECORDS, f.record_count)
+        _add_count(s, S.REMOVED_FILES_SIZE, f.file_size_in_bytes)
     for f in changes.added_deletes:
-        _add_count(s, "added-delete-files", 1)
-        _add_count(s, "added-files-size", f.file_size_in_bytes)
+        _add_count(s, S.ADDED_DELETE_FILES, 1)
+        _add_count(s, S.ADDED_FILES_SIZE, f.file_size_in_bytes)
         if f.content is FileContent.EQUALITY_DELETES:
-            _add_count(s, "added-equality-delete-files", 1)
-            _add_count(s, "added-equality-deletes", f.record_count)
+            _add_count(s, S.ADDED_EQUALITY_DELETE_FILES, 1)
+            _add_count(s, S.ADDED_EQUALITY_DELETES, f.record_count)
         else:
-            _add_count(s, "added-dvs" if f.is_dv else "added-position-delete-files", 1)
-            _add_count(s, "added-position-deletes", f.record_count)
+            _add_count(s, S.ADDED_DVS if f.is_dv else S.ADDED_POSITION_DELETE_FILES, 1)
+            _add_count(s, S.ADDED_POSITION_DELETES, f.record_count)
     for f in changes.removed_deletes:
-        _add_count(s, "removed-delete-files", 1)
-        _add_count(s, "removed-files-size", f.file_size_in_bytes)
+        _add_count(s, S.REMOVED_DELETE_FILES, 1)
+        _add_count(s, S.REMOVED_FILES_SIZE, f.file_size_in_bytes)
         if f.content is FileContent.EQUALITY_DELETES:
-            _add_count(s, "removed-equality-delete-files", 1)
-            _add_count(s, "removed-equality-deletes", f.record_count)
+            _add_count(s, S.REMOVED_EQUALITY_DELETE_FILES, 1)
+            _add_count(s, S.REMOVED_EQUALITY_DELETES, f.record_count)
         else:
-            _add_count(s, "removed-dvs" if f.is_dv else "removed-position-delete-files", 1)
-            _add_count(s, "removed-position-deletes", f.record_count)
+            _add_count(s, S.REMOVED_DVS if f.is_dv else S.REMOVED_POSITION_DELETE_FILES, 1)
+            _add_count(s, S.REMOVED_POSITION_DELETES, f.record_count)
     return s
-
-
-_TOTALS = (
-    ("total-records", "added-records", "deleted-records"),
-    ("total-files-size", "added-files-size", "removed-files-size"),
-    ("total-data-files", "added-data-files", "deleted-data-files"),
-    ("total-delete-files", "added-delete-files", "removed-delete-files"),
-    ("total-position-deletes", "added-position-deletes", "removed-position-deletes"),
-    ("total-equality-deletes", "added-equality-deletes", "removed-equality-deletes"),
-)
 
 
 def build_summary(
@@ -94,8 +85,8 @@ def build_summary(
             *changes.removed_deletes,
         )
     }
-    props["changed-partition-count"] = str(len(partitions))
-    for total, plus, minus in _TOTALS:
+    props[S.CHANGED_PARTITION_COUNT] = str(len(partitions))
+    for total, plus, minus in S.TOTALS:
         if parent is None:
             previous: int | None = 0
         else:

@@ -48,7 +48,7 @@ LINEAGE_FIELDS = {
 }
 
 
-def _with_lineage(
+def _with_lineage_columns(
     data: pa.Table, source: pa.Table, schema: Schema, props: TableProperties, names: list[str]
 ) -> tuple[pa.Table, Schema, TableProperties]:
     """Append the lineage columns (as int64 with reserved ids) after the table columns; they
@@ -138,7 +138,7 @@ def write_data_files(
     data = cast_to_schema(table.drop_columns(lineage_columns), schema)
     write_schema = schema
     if lineage_columns:
-        data, write_schema, props = _with_lineage(data, table, schema, props, lineage_columns)
+        data, write_schema, props = _with_lineage_columns(data, table, schema, props, lineage_columns)
     if data.num_rows == 0:
         return []
     order = sort_order if sort_order is not None else (metadata.sort_order() if sort else None)

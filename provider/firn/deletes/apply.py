@@ -9,8 +9,6 @@ position files and equality files usually apply to many data files.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -26,6 +24,8 @@ from firn.spec.content import DataFile, FileContent
 from firn.spec.field_ids import DELETE_FILE_PATH_ID, DELETE_FILE_POS_ID
 from firn.spec.schema import Schema
 from firn.spec.types import LONG, STRING, NestedField
+from firn.util.arrow_chunks import single_array
+from firn.util.lru import LRUCache
 
 if TYPE_CHECKING:
     from firn.spec.name_mapping import NameMapping
@@ -36,33 +36,9 @@ POSITION_DELETE_SCHEMA = Schema(
 )
 
 
-class _LRU:
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._data: OrderedDict[str, object] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> object | None:
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
-
-    def put(self, key: str, value: object) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.capacity:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-
-_position_files = _LRU(64)
-_equality_files = _LRU(64)
+# Parsed delete files by location (64 of each kind).
+_position_files: LRUCache[pa.Table] = LRUCache(64)
+_equality_files: LRUCache[pa.Table] = LRUCache(64)
 
 
 def clear_delete_caches() -> None:
@@ -74,7 +50,7 @@ def clear_delete_caches() -> None:
 
 def _position_file_table(io: FileIO, delete_file: DataFile) -> pa.Table:
     cached = _position_files.get(delete_file.file_path)
-    if isinstance(cached, pa.Table):
+    if cached is not None:
         return cached
     from firn.io.parquet_read import read_parquet_table
 
@@ -116,20 +92,11 @@ def load_positions(
             positions = table.column("pos")
         else:
             positions = table.column("pos").filter(pc.equal(table.column("file_path"), data_file.file_path))
-        arr = (
-            positions.to_numpy() if isinstance(positions, pa.Array) else positions.combine_chunks().to_numpy()
-        )
+        arr = single_array(positions).to_numpy()
         if len(arr):
             new = PositionBitmap.from_positions(arr)
             bitmap = new if bitmap is None else bitmap | new
     return bitmap
-
-
-def keep_mask_for(bitmap: PositionBitmap, positions: pa.Array | pa.ChunkedArray, num_rows: int) -> np.ndarray:
-    """Boolean keep-mask for rows at ``positions`` (the batch's ``_pos`` column)."""
-    deleted = bitmap.deleted_mask(num_rows)
-    pos = positions.to_numpy() if isinstance(positions, pa.Array) else positions.combine_chunks().to_numpy()
-    return ~deleted[pos]
 
 
 # 64M rows (a 64 MB mask) before batches show the file is really that long.
@@ -156,9 +123,7 @@ class PositionDeleteFilter:
 
     def keep_mask(self, positions: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
         """True for rows to keep (None: keep every row) of a batch with these ``_pos`` values."""
-        pos = (
-            positions.to_numpy() if isinstance(positions, pa.Array) else positions.combine_chunks().to_numpy()
-        )
+        pos = single_array(positions).to_numpy()
         if not len(pos):
             return None
         # Positions within a batch are increasing (rows are read in file order and filtering
@@ -210,7 +175,7 @@ class EqualityDeletes:
     ) -> pa.Table:
         key = f"{f.file_path}|{','.join(map(str, ids))}"
         cached = _equality_files.get(key)
-        if isinstance(cached, pa.Table):
+        if cached is not None:
             return cached
         from firn.io.parquet_read import read_parquet_table
 
@@ -293,6 +258,5 @@ __all__ = [
     "EqualityDeletes",
     "PositionDeleteFilter",
     "clear_delete_caches",
-    "keep_mask_for",
     "load_positions",
 ]

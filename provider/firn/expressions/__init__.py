@@ -4,7 +4,8 @@ Build filters with :func:`col` (``(col("id") > 5) & col("region").isin(["eu"])``
 :func:`parse` (``parse("id > 5 and region in ('eu')")``), :func:`bind` them to a schema,
 and hand them to the evaluators: :class:`ManifestEvaluator` (manifest-list partition
 summaries), :class:`PartitionEvaluator` (partition tuples), :class:`InclusiveMetricsEvaluator`
-and :class:`StrictMetricsEvaluator` (file metrics), :class:`ResidualEvaluator` (what remains
+and :class:`StrictMetricsEvaluator` (file metrics), :func:`columnar_metrics.might_match`
+(columnar stats of many files at once, vectorized), :class:`ResidualEvaluator` (what remains
 per partition), and :func:`evaluate` / :func:`to_arrow_expression` (rows, with Arrow).
 
 Semantics

@@ -2,8 +2,8 @@
 
 Planning calls this once per manifest entry, so the expression is compiled once into a single
 Python function (generated source: ``lambda row: (row[0] is not None and row[0] >= _c0) and
-row[1] in _c1``, with literals passed in a namespace, never spelled into the source), about
-three times faster than a tree of closures; evaluating a tuple is then a few index lookups
+row[1] in _c1``, with literals passed in a namespace, never spelled into the source), which
+saves the call per node a tree of closures makes; evaluating a tuple is then a few index lookups
 and comparisons, with ``and`` / ``or`` short-circuiting. Expressions too deeply nested for
 Python's compiler fall back to the closure tree. Semantics are the package's two-valued ones (see
 :mod:`firn.expressions`): a null value makes ``<``, ``=``, ``in``, ``starts_with`` and

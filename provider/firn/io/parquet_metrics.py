@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from firn.errors import InvalidMetadata, ValidationError
 from firn.io.arrow_schema import arrow_scalar_to_internal, field_id_of, flat_values, is_list_like, storage
 from firn.spec import values
-from firn.spec.properties import METRICS_MODE_DEFAULT, TableProperties
+from firn.spec.properties import METRICS_MODE_COLUMN_PREFIX, METRICS_MODE_DEFAULT, TableProperties
 from firn.spec.schema import Schema
 from firn.spec.sorting import SortOrder
 from firn.spec.types import (
@@ -145,7 +145,7 @@ def column_metrics_modes(
         mode = default if inferred is None or f.field_id in inferred else NONE
         if f.field_id in sorted_ids and not mode.bounds:
             mode = DEFAULT_MODE
-        override = properties.raw.get(f"write.metadata.metrics.column.{name}")
+        override = properties.raw.get(METRICS_MODE_COLUMN_PREFIX + name)
         if override is not None:
             mode = parse_metrics_mode(override)
         modes[f.field_id] = mode

@@ -31,6 +31,7 @@ from firn.maintenance.base import (
 )
 from firn.maintenance.options import Option, options_of
 from firn.maintenance.runner import UnitResult
+from firn.spec import summary as S
 from firn.spec.properties import (
     ROOT_MAX_BYTES,
     ROOT_MAX_DATA_FILES,
@@ -155,12 +156,12 @@ class _FlushTree:
         size = write_v4_manifest(ctx.io, location, root, "root")
         self._in_use = {location, *stats.leaves}
         extra = {
-            "flushed-data-files": str(stats.data_files_moved),
-            "flushed-delete-files": str(stats.delete_files_moved),
-            "folded-manifest-dvs": str(stats.manifest_dvs_folded),
-            "manifests-created": str(len(stats.leaves)),
-            "root-manifest-size": str(size),
-            "root-entries": str(root.num_rows),
+            S.FLUSHED_DATA_FILES: str(stats.data_files_moved),
+            S.FLUSHED_DELETE_FILES: str(stats.delete_files_moved),
+            S.FOLDED_MANIFEST_DVS: str(stats.manifest_dvs_folded),
+            S.MANIFESTS_CREATED: str(len(stats.leaves)),
+            S.ROOT_MANIFEST_SIZE: str(size),
+            S.ROOT_ENTRIES: str(root.num_rows),
         }
         return TreeResult(
             root_manifest=location, added_rows=0 if base.tracks_row_lineage else None, summary_extra=extra

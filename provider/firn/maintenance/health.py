@@ -58,12 +58,14 @@ from firn.errors import InvalidMetadata
 from firn.io.base import FileIO
 from firn.maintenance.serde import from_jsonable, to_jsonable
 from firn.manifests import avro_schemas as ids
-from firn.manifests.cache import CacheStats, LRUCache
 from firn.manifests.projected import read_entry_columns
 from firn.manifests.v4_io import CONTENT_KEY, FORMAT_VERSION_KEY, V4_FORMAT_VERSION
+from firn.spec import summary as S
 from firn.spec.content import EntryStatus, FileContent, FileFormat
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
+from firn.util.arrow_chunks import bool_np
+from firn.util.lru import CacheStats, LRUCache
 
 # Iceberg's ``rewrite_data_files`` default ``min-file-size-bytes`` is 75% of the target size
 # (Spark procedures, "rewrite_data_files" options); files below it are "small".
@@ -233,9 +235,7 @@ def _count(
 def _is_puffin(formats: Sequence[str | None] | pa.Array | pa.ChunkedArray) -> np.ndarray:
     if isinstance(formats, pa.Array | pa.ChunkedArray):
         lowered = pc.utf8_lower(formats)
-        return np.asarray(
-            pc.equal(lowered, FileFormat.PUFFIN.value).to_numpy(zero_copy_only=False), dtype=bool
-        )
+        return bool_np(pc.equal(lowered, FileFormat.PUFFIN.value))
     return np.fromiter(((f or "").lower() == FileFormat.PUFFIN.value for f in formats), bool, len(formats))
 
 
@@ -368,7 +368,7 @@ def _v4_tree(io: FileIO, md: TableMetadata, snapshot: Snapshot, small_below: int
         root_bytes = 0
     else:
         root = _read_v4(io, snapshot.root_manifest, _ROOT_COLUMNS, (b"root",))
-        size = snapshot.summary.get("root-manifest-size")
+        size = snapshot.summary.get(S.ROOT_MANIFEST_SIZE)
         root_bytes = int(size) if size and size.isdigit() else io.new_input(snapshot.root_manifest).length()
     n = root.num_rows
     status = np.asarray(pc.struct_field(root.column("version_info"), "status").to_numpy(), dtype=np.int64)

@@ -43,12 +43,6 @@ from firn.spec.table_metadata import TableMetadata
 log = logging.getLogger(__name__)
 
 
-def file_key(f: DataFile) -> str:
-    """Identity of a tracked file: its location, plus the blob offset of a DV (many DVs share
-    one Puffin file; spec "Deletion Vectors")."""
-    return f.file_path if f.content_offset is None else f"{f.file_path}#{f.content_offset}"
-
-
 @dataclass
 class GroupChange:
     """What one file group replaces: files removed and added, and what to validate."""
@@ -136,8 +130,8 @@ class RewriteFiles(SnapshotProducer):
         return out
 
     def _conflict(self, g: GroupChange, ch: SnapshotChanges, base: TableMetadata) -> str | None:
-        removed = {file_key(f) for f in (*ch.removed_data_files, *ch.removed_delete_files)}
-        mine = {file_key(f) for f in (*g.removed_data, *g.removed_deletes)}
+        removed = {f.file_key for f in (*ch.removed_data_files, *ch.removed_delete_files)}
+        mine = {f.file_key for f in (*g.removed_data, *g.removed_deletes)}
         gone = mine & removed
         if gone:
             return f"snapshot {ch.snapshot_id} ({ch.operation}) removed {sorted(gone)[0]} concurrently"
@@ -277,4 +271,4 @@ def commit_groups(
     )
 
 
-__all__ = ["BatchOutcome", "GroupChange", "RewriteFiles", "commit_groups", "file_key"]
+__all__ = ["BatchOutcome", "GroupChange", "RewriteFiles", "commit_groups"]

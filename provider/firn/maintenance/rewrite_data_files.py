@@ -73,6 +73,7 @@ from firn.maintenance.rewrite_planning import (
     partition_label,
 )
 from firn.maintenance.runner import LocalRunner, Runner, UnitFunction, UnitResult, WorkUnit, make_unit
+from firn.spec import summary as S
 from firn.spec.content_json import data_file_from_json
 from firn.spec.schema_json import sort_order_from_json, sort_order_to_json
 from firn.spec.snapshots import MAIN_BRANCH
@@ -233,7 +234,7 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
                 starting_snapshot_id=self.snapshot_id,
                 data_sequence_number=self.data_sequence_number,
                 branch=self.branch,
-                snapshot_properties={"firn.maintenance": self.OPERATION},
+                snapshot_properties={S.MAINTENANCE_OPERATION: self.OPERATION},
             )
             if outcome.snapshot_id is not None:
                 snapshot_ids.append(outcome.snapshot_id)
@@ -332,7 +333,7 @@ def _remove_dangling(table: MaintainedTable, branch: str) -> tuple[int | None, i
         starting_snapshot_id=snap.snapshot_id,
         data_sequence_number=None,
         branch=branch,
-        snapshot_properties={"firn.maintenance": "remove_dangling_deletes"},
+        snapshot_properties={S.MAINTENANCE_OPERATION: "remove_dangling_deletes"},
     )
     return outcome.snapshot_id, len(found) if outcome.snapshot_id is not None else 0
 

@@ -49,7 +49,7 @@ from firn.maintenance.base import (
 )
 from firn.maintenance.dangling_deletes import dangling_deletes
 from firn.maintenance.options import Option, options_of
-from firn.maintenance.rewrite_commit import GroupChange, commit_groups, file_key
+from firn.maintenance.rewrite_commit import GroupChange, commit_groups
 from firn.maintenance.rewrite_planning import (
     DEFAULT_DELETE_RATIO_THRESHOLD,
     DEFAULT_MAX_CONCURRENT_GROUP_REWRITES,
@@ -72,6 +72,7 @@ from firn.maintenance.runner import (
     execute_unit,
     make_unit,
 )
+from firn.spec import summary as S
 from firn.spec.content import DataFile, FileContent
 from firn.spec.content_json import data_file_from_json, data_file_to_json
 from firn.spec.snapshots import MAIN_BRANCH
@@ -239,7 +240,7 @@ class RewriteDeletionVectorsPlan(MaintenancePlan[RewriteDeletionVectorsResult]):
                 starting_snapshot_id=self.snapshot_id,
                 data_sequence_number=None,
                 branch=self.branch,
-                snapshot_properties={"firn.maintenance": self.OPERATION},
+                snapshot_properties={S.MAINTENANCE_OPERATION: self.OPERATION},
                 failed_before=failed,
             )
             if outcome.snapshot_id is not None:
@@ -365,19 +366,19 @@ def plan_dv_groups(
     dangling = [
         d for d in dangling_deletes(md, all_tasks, entries) if d.content is FileContent.POSITION_DELETES
     ]
-    dangling_keys = {file_key(d) for d in dangling}
+    dangling_keys = {d.file_key for d in dangling}
     attached: dict[str, set[str]] = {}
     v2_files: dict[str, DataFile] = {}
     for t in all_tasks:
         for d in t.delete_files:
             if d.content is FileContent.POSITION_DELETES and not d.is_dv:
-                attached.setdefault(file_key(d), set()).add(t.file.file_path)
-                v2_files.setdefault(file_key(d), d)
+                attached.setdefault(d.file_key, set()).add(t.file.file_path)
+                v2_files.setdefault(d.file_key, d)
     for e in entries:  # unattached v2 files (every file they touch has a DV) are covered too
         d = e.data_file
         if d.content is FileContent.POSITION_DELETES and not d.is_dv:
-            attached.setdefault(file_key(d), set())
-            v2_files.setdefault(file_key(d), d)
+            attached.setdefault(d.file_key, set())
+            v2_files.setdefault(d.file_key, d)
 
     converts: list[tuple[DVItem, list[DataFile], int]] = []
     packs: dict[str, list[tuple[DVItem, DataFile]]] = {}
@@ -404,7 +405,7 @@ def plan_dv_groups(
                     estimate,
                 )
             )
-        elif pack_dvs and not is_high and len(pos) == 1 and file_key(pos[0]) not in dangling_keys:
+        elif pack_dvs and not is_high and len(pos) == 1 and pos[0].file_key not in dangling_keys:
             dv = pos[0]
             if o["rewrite-all"] or dv.file_size_in_bytes < sizes.min:
                 item = DVItem(data_file=data_file_to_json(t.file), deletes=item_deletes, action="pack")
@@ -429,7 +430,7 @@ def plan_dv_groups(
     ]
     for bin_ in pack(weighted, lambda x: x[2], sizes.target):
         gid = len(groups)
-        removes = {file_key(d): d for _, rm, _ in bin_ for d in rm if file_key(d) not in dangling_keys}
+        removes = {d.file_key: d for _, rm, _ in bin_ for d in rm if d.file_key not in dangling_keys}
         taken |= set(removes)
         for item, _, _ in bin_:
             if item.action == "convert":

@@ -62,6 +62,7 @@ from firn.maintenance.runner import UnitContext, UnitFunction, UnitResult, WorkU
 from firn.maintenance.serde import from_jsonable, to_jsonable
 from firn.manifests.manifest import read_manifest, write_manifest
 from firn.manifests.manifest_list import write_manifest_list
+from firn.spec import summary as S
 from firn.spec import values
 from firn.spec.content import EntryStatus, FileContent, ManifestContent, ManifestEntry, ManifestFile
 from firn.spec.content_json import manifest_file_from_json, manifest_file_to_json
@@ -193,7 +194,7 @@ class _RewriteManifestsAction(SnapshotProducer):
         written = [p for r in results for p in r.get("written", [])]
         super().__init__(
             branch=plan.branch,
-            snapshot_properties={"firn.maintenance": plan.OPERATION},
+            snapshot_properties={S.MAINTENANCE_OPERATION: plan.OPERATION},
             written_files=written,
         )
         self.plan = plan
@@ -311,10 +312,10 @@ class _Tree:
         if result.next_row_id is not None and base.next_row_id is not None:
             added_rows = result.next_row_id - base.next_row_id
         extra = {
-            "manifests-created": str(len(new)),
-            "manifests-kept": str(len(kept)),
-            "manifests-replaced": str(len(replaced)),
-            "entries-processed": str(sum(a.entries[g] for g in applied)),
+            S.MANIFESTS_CREATED: str(len(new)),
+            S.MANIFESTS_KEPT: str(len(kept)),
+            S.MANIFESTS_REPLACED: str(len(replaced)),
+            S.ENTRIES_PROCESSED: str(sum(a.entries[g] for g in applied)),
         }
         return TreeResult(manifest_list=list_location, added_rows=added_rows, summary_extra=extra)
 
@@ -365,11 +366,11 @@ class _Tree:
         ctx.written.append(location)
         size = write_v4_manifest(ctx.io, location, out, "root")
         extra = {
-            "manifests-created": str(len(new)),
-            "manifests-replaced": str(len(replaced)),
-            "entries-processed": str(sum(a.entries[g.group_id] for g in groups)),
-            "root-manifest-size": str(size),
-            "root-entries": str(out.num_rows),
+            S.MANIFESTS_CREATED: str(len(new)),
+            S.MANIFESTS_REPLACED: str(len(replaced)),
+            S.ENTRIES_PROCESSED: str(sum(a.entries[g.group_id] for g in groups)),
+            S.ROOT_MANIFEST_SIZE: str(size),
+            S.ROOT_ENTRIES: str(out.num_rows),
         }
         return location, extra
 

@@ -44,7 +44,7 @@ from firn.maintenance.base import (
 )
 from firn.maintenance.dangling_deletes import dangling_deletes
 from firn.maintenance.options import Option, options_of
-from firn.maintenance.rewrite_commit import GroupChange, commit_groups, file_key
+from firn.maintenance.rewrite_commit import GroupChange, commit_groups
 from firn.maintenance.rewrite_deletion_vectors import (
     COMMON_OPTIONS,
     RewriteDeletionVectorsPlan,
@@ -70,6 +70,7 @@ from firn.maintenance.runner import (
     execute_unit,
     make_unit,
 )
+from firn.spec import summary as S
 from firn.spec.content import DataFile, FileContent
 from firn.spec.content_json import data_file_from_json, data_file_to_json
 from firn.spec.locations import DefaultLocationProvider
@@ -228,7 +229,7 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
                 starting_snapshot_id=self.snapshot_id,
                 data_sequence_number=None,
                 branch=self.branch,
-                snapshot_properties={"firn.maintenance": self.OPERATION},
+                snapshot_properties={S.MAINTENANCE_OPERATION: self.OPERATION},
             )
             if outcome.snapshot_id is not None:
                 snapshot_ids.append(outcome.snapshot_id)
@@ -403,7 +404,7 @@ class RewritePositionDeleteFiles(
         tasks = branch_scan(self.table, o["branch"]).plan_files()
         entries = live_delete_entries(self.table.io, md, md.snapshot(snapshot_id))
         dangling = {
-            file_key(d): d
+            d.file_key: d
             for d in dangling_deletes(md, tasks, entries)
             if d.content is FileContent.POSITION_DELETES
         }
@@ -423,7 +424,7 @@ class RewritePositionDeleteFiles(
         by_partition: dict[tuple[Any, ...], list[DataFile]] = {}
         for e in entries:
             d = e.data_file
-            if d.content is not FileContent.POSITION_DELETES or d.is_dv or file_key(d) in dangling:
+            if d.content is not FileContent.POSITION_DELETES or d.is_dv or d.file_key in dangling:
                 continue
             if wanted is not None and partition_label(md, d.spec_id, d.partition) not in wanted:
                 continue

@@ -19,7 +19,7 @@ from fastavro.write import Writer
 
 from firn.errors import FirnError, InvalidMetadata, ValidationError
 from firn.io.base import InputFile
-from firn.manifests.avro_schemas import FIELD_NAMES
+from firn.spec.field_ids import MANIFEST_FIELD_NAMES
 
 # Java's Avro block size (DataFileConstants.DEFAULT_SYNC_INTERVAL); fastavro defaults to 16000.
 SYNC_INTERVAL = 64000
@@ -234,7 +234,7 @@ def record_fields_by_id(record: Mapping[str, Any], known_ids: Iterable[int]) -> 
         else:
             by_id[int(fid)] = f
     if unnamed:
-        ids_by_name = {FIELD_NAMES[fid]: fid for fid in known_ids if fid in FIELD_NAMES}
+        ids_by_name = {MANIFEST_FIELD_NAMES[fid]: fid for fid in known_ids if fid in MANIFEST_FIELD_NAMES}
         for f in unnamed:
             fid = ids_by_name.get(f["name"])
             if fid is not None and fid not in by_id:
@@ -252,7 +252,9 @@ def require_field(fields: Mapping[int, Mapping[str, Any]], field_id: int, what: 
     """Like :func:`field_name` for a required field; raises ``ValueError`` when it is missing."""
     name = field_name(fields, field_id)
     if name is None:
-        raise ValueError(f"{what} schema has no field with id {field_id} ({FIELD_NAMES.get(field_id, '?')})")
+        raise ValueError(
+            f"{what} schema has no field with id {field_id} ({MANIFEST_FIELD_NAMES.get(field_id, '?')})"
+        )
     return name
 
 

@@ -10,8 +10,8 @@ follow Iceberg Java (notes §1 and §2: ``V{1,2,3}Metadata``, ``TypeToSchema``,
 * optional fields are ``["null", T]`` unions with default null;
 * ids are stored as ``field-id`` on record fields and ``element-id`` on arrays.
 
-The field ids below are the spec's; they are named once here (STYLE 2) and every reader and
-writer in this package refers to them by name.
+The field ids are the spec's, named once in :mod:`firn.spec.field_ids` (STYLE 2); every reader
+and writer in this package refers to them by name.
 """
 
 from __future__ import annotations
@@ -22,6 +22,70 @@ from typing import Any
 import fastavro
 
 from firn.errors import Unsupported
+from firn.spec.field_ids import (
+    ADDED_FILES_COUNT_ID,
+    ADDED_ROWS_COUNT_ID,
+    ADDED_SNAPSHOT_ID_ID,
+    BLOCK_SIZE_ID,
+    COLUMN_SIZES_ID,
+    COLUMN_SIZES_KEY_ID,
+    COLUMN_SIZES_VALUE_ID,
+    CONTAINS_NAN_ID,
+    CONTAINS_NULL_ID,
+    CONTENT_ID,
+    CONTENT_OFFSET_ID,
+    CONTENT_SIZE_ID,
+    DATA_FILE_ID,
+    DELETED_FILES_COUNT_ID,
+    DELETED_ROWS_COUNT_ID,
+    EQUALITY_IDS_ELEMENT_ID,
+    EQUALITY_IDS_ID,
+    EXISTING_FILES_COUNT_ID,
+    EXISTING_ROWS_COUNT_ID,
+    FILE_FORMAT_ID,
+    FILE_PATH_ID,
+    FILE_SEQUENCE_NUMBER_ID,
+    FILE_SIZE_ID,
+    FIRST_ROW_ID_ID,
+    KEY_METADATA_ID,
+    LOWER_BOUND_ID,
+    LOWER_BOUNDS_ID,
+    LOWER_BOUNDS_KEY_ID,
+    LOWER_BOUNDS_VALUE_ID,
+    MANIFEST_CONTENT_ID,
+    MANIFEST_FIELD_NAMES,
+    MANIFEST_FIRST_ROW_ID_ID,
+    MANIFEST_KEY_METADATA_ID,
+    MANIFEST_LENGTH_ID,
+    MANIFEST_PATH_ID,
+    MANIFEST_SEQUENCE_NUMBER_ID,
+    MIN_SEQUENCE_NUMBER_ID,
+    NAN_VALUE_COUNTS_ID,
+    NAN_VALUE_COUNTS_KEY_ID,
+    NAN_VALUE_COUNTS_VALUE_ID,
+    NULL_VALUE_COUNTS_ID,
+    NULL_VALUE_COUNTS_KEY_ID,
+    NULL_VALUE_COUNTS_VALUE_ID,
+    PARTITION_ID,
+    PARTITION_SPEC_ID_ID,
+    PARTITIONS_ELEMENT_ID,
+    PARTITIONS_ID,
+    RECORD_COUNT_ID,
+    REFERENCED_DATA_FILE_ID,
+    SEQUENCE_NUMBER_ID,
+    SNAPSHOT_ID_ID,
+    SORT_ORDER_ID_ID,
+    SPLIT_OFFSETS_ELEMENT_ID,
+    SPLIT_OFFSETS_ID,
+    STATUS_ID,
+    UPPER_BOUND_ID,
+    UPPER_BOUNDS_ID,
+    UPPER_BOUNDS_KEY_ID,
+    UPPER_BOUNDS_VALUE_ID,
+    VALUE_COUNTS_ID,
+    VALUE_COUNTS_KEY_ID,
+    VALUE_COUNTS_VALUE_ID,
+)
 from firn.spec.types import (
     BinaryType,
     BooleanType,
@@ -52,136 +116,31 @@ from firn.spec.versions import (
 
 AvroSchema = dict[str, Any]
 
-# -- manifest_entry (spec "Manifest Entry Fields") ---------------------------------------------
-STATUS_ID = 0
-SNAPSHOT_ID_ID = 1
-DATA_FILE_ID = 2
-SEQUENCE_NUMBER_ID = 3
-FILE_SEQUENCE_NUMBER_ID = 4
-
-# -- data_file (spec "Data File Fields") --------------------------------------------------------
-FILE_PATH_ID = 100
-FILE_FORMAT_ID = 101
-PARTITION_ID = 102
-RECORD_COUNT_ID = 103
-FILE_SIZE_ID = 104
-BLOCK_SIZE_ID = 105  # v1 only, deprecated: "always write a default in v1"
-COLUMN_SIZES_ID = 108
-VALUE_COUNTS_ID = 109
-NULL_VALUE_COUNTS_ID = 110
-LOWER_BOUNDS_ID = 125
-UPPER_BOUNDS_ID = 128
-KEY_METADATA_ID = 131
-SPLIT_OFFSETS_ID = 132
-CONTENT_ID = 134
-EQUALITY_IDS_ID = 135
-NAN_VALUE_COUNTS_ID = 137
-SORT_ORDER_ID_ID = 140
-FIRST_ROW_ID_ID = 142
-REFERENCED_DATA_FILE_ID = 143
-CONTENT_OFFSET_ID = 144
-CONTENT_SIZE_ID = 145
-
 # (map field id, key id, value id, value Avro type) of the int-keyed metric maps.
-COLUMN_SIZES_MAP = (COLUMN_SIZES_ID, 117, 118, "long")
-VALUE_COUNTS_MAP = (VALUE_COUNTS_ID, 119, 120, "long")
-NULL_VALUE_COUNTS_MAP = (NULL_VALUE_COUNTS_ID, 121, 122, "long")
-NAN_VALUE_COUNTS_MAP = (NAN_VALUE_COUNTS_ID, 138, 139, "long")
-LOWER_BOUNDS_MAP = (LOWER_BOUNDS_ID, 126, 127, "bytes")
-UPPER_BOUNDS_MAP = (UPPER_BOUNDS_ID, 129, 130, "bytes")
-SPLIT_OFFSETS_ELEMENT_ID = 133
-EQUALITY_IDS_ELEMENT_ID = 136
+COLUMN_SIZES_MAP = (COLUMN_SIZES_ID, COLUMN_SIZES_KEY_ID, COLUMN_SIZES_VALUE_ID, "long")
+VALUE_COUNTS_MAP = (VALUE_COUNTS_ID, VALUE_COUNTS_KEY_ID, VALUE_COUNTS_VALUE_ID, "long")
+NULL_VALUE_COUNTS_MAP = (NULL_VALUE_COUNTS_ID, NULL_VALUE_COUNTS_KEY_ID, NULL_VALUE_COUNTS_VALUE_ID, "long")
+NAN_VALUE_COUNTS_MAP = (NAN_VALUE_COUNTS_ID, NAN_VALUE_COUNTS_KEY_ID, NAN_VALUE_COUNTS_VALUE_ID, "long")
+LOWER_BOUNDS_MAP = (LOWER_BOUNDS_ID, LOWER_BOUNDS_KEY_ID, LOWER_BOUNDS_VALUE_ID, "bytes")
+UPPER_BOUNDS_MAP = (UPPER_BOUNDS_ID, UPPER_BOUNDS_KEY_ID, UPPER_BOUNDS_VALUE_ID, "bytes")
 
 # Java writes 64 MB for the deprecated v1 block_size_in_bytes (V1Metadata.DEFAULT_BLOCK_SIZE).
 V1_DEFAULT_BLOCK_SIZE = 64 * 1024 * 1024
-
-# -- manifest_file (spec "Manifest Lists") ------------------------------------------------------
-MANIFEST_PATH_ID = 500
-MANIFEST_LENGTH_ID = 501
-PARTITION_SPEC_ID_ID = 502
-ADDED_SNAPSHOT_ID_ID = 503
-ADDED_FILES_COUNT_ID = 504
-EXISTING_FILES_COUNT_ID = 505
-DELETED_FILES_COUNT_ID = 506
-PARTITIONS_ID = 507
-PARTITIONS_ELEMENT_ID = 508
-CONTAINS_NULL_ID = 509
-LOWER_BOUND_ID = 510
-UPPER_BOUND_ID = 511
-ADDED_ROWS_COUNT_ID = 512
-EXISTING_ROWS_COUNT_ID = 513
-DELETED_ROWS_COUNT_ID = 514
-MANIFEST_SEQUENCE_NUMBER_ID = 515
-MIN_SEQUENCE_NUMBER_ID = 516
-MANIFEST_CONTENT_ID = 517
-CONTAINS_NAN_ID = 518
-MANIFEST_KEY_METADATA_ID = 519
-MANIFEST_FIRST_ROW_ID_ID = 520
 
 # Record names (notes §1/§2).
 MANIFEST_ENTRY_RECORD = "manifest_entry"
 MANIFEST_FILE_RECORD = "manifest_file"
 
-# The spec's field names, used when a file's schema lacks ``field-id`` properties.
-FIELD_NAMES: dict[int, str] = {
-    STATUS_ID: "status",
-    SNAPSHOT_ID_ID: "snapshot_id",
-    DATA_FILE_ID: "data_file",
-    SEQUENCE_NUMBER_ID: "sequence_number",
-    FILE_SEQUENCE_NUMBER_ID: "file_sequence_number",
-    FILE_PATH_ID: "file_path",
-    FILE_FORMAT_ID: "file_format",
-    PARTITION_ID: "partition",
-    RECORD_COUNT_ID: "record_count",
-    FILE_SIZE_ID: "file_size_in_bytes",
-    BLOCK_SIZE_ID: "block_size_in_bytes",
-    COLUMN_SIZES_ID: "column_sizes",
-    VALUE_COUNTS_ID: "value_counts",
-    NULL_VALUE_COUNTS_ID: "null_value_counts",
-    NAN_VALUE_COUNTS_ID: "nan_value_counts",
-    LOWER_BOUNDS_ID: "lower_bounds",
-    UPPER_BOUNDS_ID: "upper_bounds",
-    KEY_METADATA_ID: "key_metadata",
-    SPLIT_OFFSETS_ID: "split_offsets",
-    CONTENT_ID: "content",
-    EQUALITY_IDS_ID: "equality_ids",
-    SORT_ORDER_ID_ID: "sort_order_id",
-    FIRST_ROW_ID_ID: "first_row_id",
-    REFERENCED_DATA_FILE_ID: "referenced_data_file",
-    CONTENT_OFFSET_ID: "content_offset",
-    CONTENT_SIZE_ID: "content_size_in_bytes",
-    MANIFEST_PATH_ID: "manifest_path",
-    MANIFEST_LENGTH_ID: "manifest_length",
-    PARTITION_SPEC_ID_ID: "partition_spec_id",
-    ADDED_SNAPSHOT_ID_ID: "added_snapshot_id",
-    ADDED_FILES_COUNT_ID: "added_files_count",
-    EXISTING_FILES_COUNT_ID: "existing_files_count",
-    DELETED_FILES_COUNT_ID: "deleted_files_count",
-    PARTITIONS_ID: "partitions",
-    CONTAINS_NULL_ID: "contains_null",
-    LOWER_BOUND_ID: "lower_bound",
-    UPPER_BOUND_ID: "upper_bound",
-    ADDED_ROWS_COUNT_ID: "added_rows_count",
-    EXISTING_ROWS_COUNT_ID: "existing_rows_count",
-    DELETED_ROWS_COUNT_ID: "deleted_rows_count",
-    MANIFEST_SEQUENCE_NUMBER_ID: "sequence_number",
-    MIN_SEQUENCE_NUMBER_ID: "min_sequence_number",
-    MANIFEST_CONTENT_ID: "content",
-    CONTAINS_NAN_ID: "contains_nan",
-    MANIFEST_KEY_METADATA_ID: "key_metadata",
-    MANIFEST_FIRST_ROW_ID_ID: "first_row_id",
-}
-
 
 # -- small builders ------------------------------------------------------------------------------
 def _required(field_id: int, avro_type: Any, name: str | None = None) -> AvroSchema:
-    return {"name": name or FIELD_NAMES[field_id], "type": avro_type, "field-id": field_id}
+    return {"name": name or MANIFEST_FIELD_NAMES[field_id], "type": avro_type, "field-id": field_id}
 
 
 def _optional(field_id: int, avro_type: Any, name: str | None = None) -> AvroSchema:
     # Appendix A: optional fields are ["null", T] unions with an Avro default of null.
     return {
-        "name": name or FIELD_NAMES[field_id],
+        "name": name or MANIFEST_FIELD_NAMES[field_id],
         "type": ["null", avro_type],
         "default": None,
         "field-id": field_id,
@@ -463,7 +422,6 @@ def parsed_manifest_file_schema(format_version: int) -> Any:
 
 __all__ = [
     "AVRO_FORMAT_VERSIONS",
-    "FIELD_NAMES",
     "MANIFEST_ENTRY_RECORD",
     "MANIFEST_FILE_RECORD",
     "V1_DEFAULT_BLOCK_SIZE",

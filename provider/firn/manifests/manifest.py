@@ -20,7 +20,6 @@ from typing import Any
 
 from firn.errors import FirnError, InvalidMetadata, ValidationError
 from firn.io.base import InputFile, OutputFile
-from firn.manifests import avro_schemas as ids
 from firn.manifests import cache as _cache
 from firn.manifests._avro_io import (
     DEFAULT_CODEC,
@@ -36,9 +35,14 @@ from firn.manifests._avro_io import (
     source_bytes,
 )
 from firn.manifests._partition_codec import PartitionDecoder, PartitionEncoder
-from firn.manifests.avro_schemas import AVRO_FORMAT_VERSIONS, parsed_manifest_entry_schema
+from firn.manifests.avro_schemas import (
+    AVRO_FORMAT_VERSIONS,
+    V1_DEFAULT_BLOCK_SIZE,
+    parsed_manifest_entry_schema,
+)
 from firn.manifests.inheritance import EntryInheritance
 from firn.manifests.partition_summary import PartitionSummaryBuilder
+from firn.spec import field_ids as ids
 from firn.spec.content import (
     DataFile,
     EntryStatus,
@@ -174,7 +178,7 @@ class ManifestWriter:
                 "partition": self._partition.encode(df.partition),
                 "record_count": df.record_count,
                 "file_size_in_bytes": df.file_size_in_bytes,
-                "block_size_in_bytes": ids.V1_DEFAULT_BLOCK_SIZE,
+                "block_size_in_bytes": V1_DEFAULT_BLOCK_SIZE,
                 "column_sizes": _int_map(df.column_sizes),
                 "value_counts": _int_map(df.value_counts),
                 "null_value_counts": _int_map(df.null_value_counts),
@@ -381,7 +385,7 @@ _ENTRY_IDS = (
     ids.FILE_SEQUENCE_NUMBER_ID,
     ids.DATA_FILE_ID,
 )
-_FILE_IDS = tuple(i for i in ids.FIELD_NAMES if 100 <= i < 200)
+_FILE_IDS = ids.DATA_FILE_FIELD_IDS
 
 
 _ENTRY_TYPES = {

@@ -13,7 +13,6 @@ from typing import Any
 
 from firn.errors import FirnError, ValidationError
 from firn.io.base import InputFile, OutputFile
-from firn.manifests import avro_schemas as ids
 from firn.manifests import cache as _cache
 from firn.manifests._avro_io import (
     DEFAULT_CODEC,
@@ -30,6 +29,7 @@ from firn.manifests._avro_io import (
 )
 from firn.manifests.avro_schemas import AVRO_FORMAT_VERSIONS, parsed_manifest_file_schema
 from firn.manifests.inheritance import assign_first_row_ids, assign_sequence_numbers
+from firn.spec import field_ids as ids
 from firn.spec.content import ManifestContent, ManifestFile, PartitionFieldSummary
 from firn.spec.versions import (
     MIN_FORMAT_VERSION_ROW_LINEAGE,
@@ -206,7 +206,7 @@ def write_manifest_list(
 
 
 # -- reading ---------------------------------------------------------------------------------------
-_LIST_IDS = tuple(i for i in ids.FIELD_NAMES if 500 <= i < 600 and i not in range(508, 512) and i != 518)
+_LIST_IDS = ids.MANIFEST_FILE_FIELD_IDS
 _SUMMARY_IDS = (ids.CONTAINS_NULL_ID, ids.CONTAINS_NAN_ID, ids.LOWER_BOUND_ID, ids.UPPER_BOUND_ID)
 
 

@@ -19,7 +19,6 @@ import fastavro
 
 from firn.errors import FirnError, InvalidMetadata
 from firn.io.base import InputFile
-from firn.manifests import avro_schemas as ids
 from firn.manifests._avro_io import (
     check_types,
     corrupt,
@@ -30,6 +29,7 @@ from firn.manifests._avro_io import (
     require_field,
     source_bytes,
 )
+from firn.spec import field_ids as ids
 from firn.util.gc import gc_paused
 
 _ENTRY_IDS = (
@@ -39,7 +39,7 @@ _ENTRY_IDS = (
     ids.FILE_SEQUENCE_NUMBER_ID,
     ids.DATA_FILE_ID,
 )
-_FILE_IDS = tuple(i for i in ids.FIELD_NAMES if 100 <= i < 200)
+_FILE_IDS = ids.DATA_FILE_FIELD_IDS
 # The projectable data_file fields and their Avro types (the full list is in manifest.py).
 PROJECTABLE_TYPES = {
     ids.CONTENT_ID: "int",

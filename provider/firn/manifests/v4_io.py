@@ -10,8 +10,6 @@ are cached by location (files are immutable).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -23,6 +21,8 @@ from firn.errors import InvalidMetadata
 from firn.io.base import FileIO
 from firn.manifests.v4_layout import V4Layout
 from firn.spec.content import EntryStatus, FileContent, FileFormat
+from firn.util.arrow_chunks import single_array
+from firn.util.lru import LRUCache
 
 ManifestKind = Literal["root", "data", "delete"]
 FORMAT_VERSION_KEY = b"format-version"
@@ -46,37 +46,11 @@ REQUIRED_COLUMNS = (
 )
 
 
-class _Cache:
-    def __init__(self, capacity_rows: int) -> None:
-        self.capacity_rows = capacity_rows
-        self._rows = 0
-        self._data: OrderedDict[str, pa.Table] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> pa.Table | None:
-        with self._lock:
-            t = self._data.get(key)
-            if t is not None:
-                self._data.move_to_end(key)
-            return t
-
-    def put(self, key: str, table: pa.Table) -> None:
-        with self._lock:
-            if key in self._data:
-                return
-            self._data[key] = table
-            self._rows += table.num_rows
-            while self._rows > self.capacity_rows and len(self._data) > 1:
-                _, old = self._data.popitem(last=False)
-                self._rows -= old.num_rows
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-            self._rows = 0
-
-
-_cache = _Cache(capacity_rows=2_000_000)
+# Manifests read or written by this process, by location (or location and projection),
+# bounded by their entries (rows). Manifests are immutable, so the first table cached under a
+# key stays; the newest one is kept even when it alone exceeds the bound, so a commit always
+# finds the root it just wrote.
+_cache: LRUCache[pa.Table] = LRUCache(2_000_000, keep_newest=True)
 
 
 def clear_v4_cache() -> None:
@@ -89,8 +63,8 @@ def write_v4_manifest(io: FileIO, location: str, table: pa.Table, kind: Manifest
     if kind not in _KINDS:
         raise ValueError(f"unknown manifest kind {kind!r}")
     # One chunk per column: roots are built by concatenating the parent's entries with the new
-    # ones, and a cached root with a chunk per commit makes every Arrow kernel on the next
-    # commit's root cost O(commits) calls (measured: 72 ms of compute per commit at 200 chunks).
+    # ones, and a cached root with a chunk per commit would make every Arrow kernel on the next
+    # commit's root cost O(commits) calls.
     full = table.replace_schema_metadata(None).combine_chunks()
     table = _drop_all_null(full)
     sink = pa.BufferOutputStream()
@@ -98,10 +72,9 @@ def write_v4_manifest(io: FileIO, location: str, table: pa.Table, kind: Manifest
     # Arrow schema (both would only bloat the footer; pruning uses the stats columns). The
     # seed's key-value metadata goes into the Parquet footer directly.
     # Dictionaries only on the repetitive path columns. Codec by role: every commit rewrites
-    # the root, so it favours encoding speed (Snappy: measured 0.35 ms vs zstd-1's 0.64 ms for
-    # a 100-entry root, 0.58 vs 1.06 ms at 1,000 entries, for 1.4-1.7x the bytes); a leaf is
-    # written once and read by every planning, so it favours size (zstd level 1, as small as
-    # default zstd and faster).
+    # the root, so it favours encoding speed (Snappy encodes a root in about half zstd-1's time,
+    # for somewhat more bytes; bench/README.md 9a); a leaf is written once and read by every
+    # planning, so it favours size (zstd level 1, as small as default zstd and faster).
     dictionary = [c for c in DICTIONARY_COLUMNS if c in table.column_names]
     codec: dict[str, Any] = (
         {"compression": "snappy"} if kind == "root" else {"compression": "zstd", "compression_level": 1}
@@ -120,7 +93,7 @@ def write_v4_manifest(io: FileIO, location: str, table: pa.Table, kind: Manifest
     io.new_output(location).write(data, overwrite=False)
     # Cache the entries in the layout they were built with, so the next commit's root needs
     # no reshaping (``conform`` is then a schema comparison).
-    _cache.put(location, full)
+    _cache.setdefault(location, full, weight=full.num_rows)
     return len(data)
 
 
@@ -168,8 +141,8 @@ def read_v4_manifest(
 
     ``columns`` (top-level names or ``parent.child`` paths) reads only those, plus what
     validation needs; names the file lacks are skipped. Planning uses it to leave out stats it
-    does not filter on, which are most of a leaf's columns (measured: 45% less read time per
-    1,000-entry leaf). A cached full read serves every projection.
+    does not filter on, which are most of a leaf's columns. A cached full read serves every
+    projection.
     """
     key = location if columns is None else _projection_key(location, columns)
     if use_cache:
@@ -201,7 +174,7 @@ def read_v4_manifest(
     except (pa.ArrowException, KeyError) as e:  # e.g. a struct child whose name was damaged
         raise InvalidMetadata(f"malformed V4 manifest entries: {e}", location=location) from e
     if use_cache:
-        _cache.put(key, table)
+        _cache.setdefault(key, table, weight=table.num_rows)
     return table
 
 
@@ -264,8 +237,14 @@ def validate_entries(table: pa.Table, kind: ManifestKind, location: str) -> None
     status = pc.struct_field(table.column("version_info"), "status")
     if status.null_count or not set(pc.unique(status).to_pylist()) <= {int(s) for s in EntryStatus}:
         raise InvalidMetadata("entries have a missing or unknown status", location=location)
-    # Strings are checked once here (UTF-8, known formats), so later conversions to Python
-    # cannot fail with a decoding error far from the file (simdutf: ~20 us per 1,000 paths).
+    _validate_strings(table, location)
+    _validate_per_type(table, kind, present, location)
+
+
+def _validate_strings(table: pa.Table, location: str) -> None:
+    """Strings are checked once here (UTF-8, known formats), so later conversions to Python
+    cannot fail with a decoding error far from the file (a vectorized check, cheap next to the
+    read)."""
     for name in ("file_format", "location", "referenced_file"):
         if name in table.column_names:
             try:
@@ -281,14 +260,18 @@ def validate_entries(table: pa.Table, kind: ManifestKind, location: str) -> None
             f"entries have a missing or unknown file_format {sorted(map(str, unknown))}", location=location
         )
 
-    # The per-type checks below only apply when that entry type is present: a data leaf (the
-    # common read) skips them all (measured: a third of a 1,000-entry leaf's validation time).
+
+def _validate_per_type(table: pa.Table, kind: ManifestKind, present: set[int], location: str) -> None:
+    """What each entry type requires (manifest stats, DV positions and targets, equality ids,
+    one live manifest DV per leaf). These checks only apply when that entry type is present: a
+    data leaf (the common read) skips them all."""
     has_manifests = bool(present & {int(FileContent.DATA_MANIFEST), int(FileContent.DELETE_MANIFEST)})
     has_dvs = bool(present & {int(FileContent.POSITION_DELETES), int(FileContent.MANIFEST_DV)})
     has_eq = int(FileContent.EQUALITY_DELETES) in present
     if not (has_manifests or has_dvs or has_eq):
         return
-    live = pc.not_equal(status, int(EntryStatus.DELETED))
+    ct = table.column("content_type")
+    live = pc.not_equal(pc.struct_field(table.column("version_info"), "status"), int(EntryStatus.DELETED))
 
     def check(mask: pa.ChunkedArray | pa.Array, what: str) -> None:
         if pc.any(pc.and_(live, mask)).as_py():
@@ -344,8 +327,7 @@ def conform(table: pa.Table, layout: V4Layout, columns: Sequence[str] | None = N
 
 
 def _conform_array(arr: pa.ChunkedArray | pa.Array, t: pa.DataType) -> pa.Array:
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    arr = single_array(arr)
     if arr.type.equals(t):
         return arr
     if pa.types.is_struct(t) and pa.types.is_struct(arr.type):

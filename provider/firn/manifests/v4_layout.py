@@ -22,7 +22,9 @@ from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from firn.expressions.columnar_metrics import ColumnStats
 from firn.spec import field_ids as F
 from firn.spec import values
 from firn.spec.content import (
@@ -58,6 +60,8 @@ from firn.spec.types import (
     TimeType,
     UUIDType,
 )
+from firn.util.arrow_chunks import single_array
+from firn.util.lru import LRUCache
 
 # Columns beyond this many get no content stats (Java's max-inferred-column-defaults idea).
 MAX_STATS_COLUMNS = 100
@@ -135,8 +139,7 @@ def to_internal_storage(arr: pa.Array | pa.ChunkedArray) -> pa.Array | pa.Chunke
     if storage is not None:
         return arr.cast(storage)
     if pa.types.is_struct(t):
-        if isinstance(arr, pa.ChunkedArray):
-            arr = arr.combine_chunks()
+        arr = single_array(arr)
         children = [to_internal_storage(arr.field(i)) for i in range(t.num_fields)]
         names = [t.field(i).name for i in range(t.num_fields)]
         return pa.StructArray.from_arrays(children, names=names, mask=arr.is_null())
@@ -219,7 +222,8 @@ def _partition_columns(md: TableMetadata) -> tuple[PartitionColumn, ...]:
     return tuple(sorted(seen.values(), key=lambda c: c.field_id))
 
 
-_LAYOUTS: dict[tuple[object, ...], V4Layout] = {}
+# Layouts by (table, schema and spec ids), shared by every metadata version with the same ones.
+_LAYOUTS: LRUCache[V4Layout] = LRUCache(256)
 
 
 class V4Layout:
@@ -244,10 +248,7 @@ class V4Layout:
         )
         layout = _LAYOUTS.get(key)
         if layout is None:
-            layout = cls(_stats_columns(md), _partition_columns(md))
-            if len(_LAYOUTS) >= 256:
-                _LAYOUTS.pop(next(iter(_LAYOUTS)))
-            _LAYOUTS[key] = layout
+            layout = _LAYOUTS.setdefault(key, cls(_stats_columns(md), _partition_columns(md)))
         return layout
 
     def projected_schema(self, columns: Sequence[str]) -> pa.Schema:
@@ -373,46 +374,18 @@ class V4Layout:
         entry's partition tuple in the union struct.
         """
         schema = self.arrow_schema
-        n = len(entries)
         files = [e.data_file for e in entries]
         cols: dict[str, Any] = {}
         cols["content_type"] = pa.array([int(f.content) for f in files], pa.int32())
         # An inline manifest DV has no file: its location and size are null.
         cols["location"] = pa.array([f.file_path or None for f in files], pa.string())
         cols["file_format"] = pa.array([f.file_format.value for f in files], pa.string())
-        cols["version_info"] = pa.StructArray.from_arrays(
-            [
-                pa.array([int(e.status) for e in entries], pa.int32()),
-                pa.array([e.snapshot_id for e in entries], pa.int64()),
-                pa.array([e.sequence_number for e in entries], pa.int64()),
-                pa.array([e.file_sequence_number for e in entries], pa.int64()),
-            ],
-            fields=list(schema.field("version_info").type),
-        )
-        has_dv = [
-            f.content_offset is not None or e.inline_content is not None for e, f in zip(entries, files)
-        ]
-        cols["deletion_vector"] = pa.StructArray.from_arrays(
-            [
-                pa.array([f.content_offset for f in files], pa.int64()),
-                pa.array([f.content_size_in_bytes for f in files], pa.int64()),
-                pa.array([e.inline_content for e in entries], pa.binary()),
-            ],
-            fields=list(schema.field("deletion_vector").type),
-            mask=pa.array([not h for h in has_dv]),
-        )
+        cols["version_info"] = _version_info_array(entries, schema.field("version_info").type)
+        cols["deletion_vector"] = _deletion_vector_array(entries, schema.field("deletion_vector").type)
         cols["partition_spec_id"] = pa.array([f.spec_id for f in files], pa.int32())
         if self.partition:
-            per_field: dict[int, list[Any]] = {c.field_id: [None] * n for c in self.partition}
-            for i, f in enumerate(files):
-                ids = specs_partition_ids.get(f.spec_id, ())
-                for fid, value in zip(ids, f.partition):
-                    col = self.partition_by_id.get(fid)
-                    if col is not None:
-                        per_field[fid][i] = value
-            cols["partition"] = pa.StructArray.from_arrays(
-                [typed_array(per_field[c.field_id], c.arrow_type) for c in self.partition],
-                fields=list(schema.field("partition").type),
+            cols["partition"] = self._partition_array(
+                files, specs_partition_ids, schema.field("partition").type
             )
         cols["sort_order_id"] = pa.array([f.sort_order_id for f in files], pa.int32())
         cols["record_count"] = pa.array([f.record_count for f in files], pa.int64())
@@ -421,20 +394,7 @@ class V4Layout:
         )
         if self.stats:
             cols["content_stats"] = self._stats_array(files, schema.field("content_stats").type)
-        ms = [e.manifest_stats for e in entries]
-        cols["manifest_stats"] = pa.StructArray.from_arrays(
-            [
-                pa.array([m.added_files_count if m else None for m in ms], pa.int32()),
-                pa.array([m.existing_files_count if m else None for m in ms], pa.int32()),
-                pa.array([m.deleted_files_count if m else None for m in ms], pa.int32()),
-                pa.array([m.added_rows_count if m else None for m in ms], pa.int64()),
-                pa.array([m.existing_rows_count if m else None for m in ms], pa.int64()),
-                pa.array([m.deleted_rows_count if m else None for m in ms], pa.int64()),
-                pa.array([m.min_sequence_number if m else None for m in ms], pa.int64()),
-            ],
-            fields=list(schema.field("manifest_stats").type),
-            mask=pa.array([m is None for m in ms]),
-        )
+        cols["manifest_stats"] = _manifest_stats_array(entries, schema.field("manifest_stats").type)
         cols["referenced_file"] = pa.array([f.referenced_data_file for f in files], pa.string())
         cols["key_metadata"] = pa.array([f.key_metadata for f in files], pa.binary())
         cols["split_offsets"] = pa.array(
@@ -447,6 +407,24 @@ class V4Layout:
         )
         cols["first_row_id"] = pa.array([f.first_row_id for f in files], pa.int64())
         return pa.Table.from_arrays([cols[name] for name in schema.names], schema=schema)
+
+    def _partition_array(
+        self,
+        files: Sequence[DataFile],
+        specs_partition_ids: dict[int, tuple[int, ...]],
+        struct_type: pa.StructType,
+    ) -> pa.StructArray:
+        """Each file's partition tuple placed in the union struct (other specs' fields null)."""
+        per_field: dict[int, list[Any]] = {c.field_id: [None] * len(files) for c in self.partition}
+        for i, f in enumerate(files):
+            ids = specs_partition_ids.get(f.spec_id, ())
+            for fid, value in zip(ids, f.partition):
+                if fid in self.partition_by_id:
+                    per_field[fid][i] = value
+        return pa.StructArray.from_arrays(
+            [typed_array(per_field[c.field_id], c.arrow_type) for c in self.partition],
+            fields=list(struct_type),
+        )
 
     def _stats_array(self, files: Sequence[DataFile], struct_type: pa.StructType) -> pa.StructArray:
         children = []
@@ -500,48 +478,16 @@ class V4Layout:
         n = table.num_rows
         for name in self.arrow_schema.names:  # projected tables: absent columns read as null
             d.setdefault(name, [None] * n)
-        vi = d["version_info"]
-        dvs = d["deletion_vector"]
-        ms = d["manifest_stats"]
         parts = d.get("partition")
         stats = d.get("content_stats") if with_stats else None
         out = []
         for i in range(n):
             spec_id = d["partition_spec_id"][i]
-            partition: tuple[Any, ...] = ()
-            if parts is not None and parts[i] is not None:
-                row = parts[i]
-                vals = []
-                for fid in specs_partition_ids.get(spec_id, ()):
-                    col = self.partition_by_id.get(fid)
-                    raw = row.get(f"p{fid}")
-                    vals.append(storage_to_internal(col.iceberg_type, raw) if col is not None else raw)
-                partition = tuple(vals)
-            elif specs_partition_ids.get(spec_id):
-                partition = tuple(None for _ in specs_partition_ids[spec_id])
-            lower: dict[int, bytes] | None = None
-            upper: dict[int, bytes] | None = None
-            vcs: dict[int, int] | None = None
-            ncs: dict[int, int] | None = None
-            nans: dict[int, int] | None = None
-            if stats is not None and stats[i] is not None:
-                lower, upper, vcs, ncs, nans = {}, {}, {}, {}, {}
-                for key, s in stats[i].items():
-                    if s is None or not key.startswith("c"):
-                        continue
-                    fid = int(key[1:])
-                    col_t = self.stats_by_id[fid].iceberg_type if fid in self.stats_by_id else None
-                    if col_t is not None and s.get("lower_bound") is not None:
-                        lower[fid] = values.to_bytes(col_t, storage_to_internal(col_t, s["lower_bound"]))
-                    if col_t is not None and s.get("upper_bound") is not None:
-                        upper[fid] = values.to_bytes(col_t, storage_to_internal(col_t, s["upper_bound"]))
-                    if s.get("value_count") is not None:
-                        vcs[fid] = s["value_count"]
-                    if s.get("null_value_count") is not None:
-                        ncs[fid] = s["null_value_count"]
-                    if s.get("nan_value_count") is not None:
-                        nans[fid] = s["nan_value_count"]
-            dv = dvs[i]
+            partition = self._partition_tuple(
+                parts[i] if parts is not None else None, specs_partition_ids.get(spec_id, ())
+            )
+            vcs, ncs, nans, lower, upper = self._stats_maps(stats[i] if stats is not None else None)
+            dv = d["deletion_vector"][i]
             f = make_data_file(
                 content=FileContent(d["content_type"][i]),
                 file_path=d["location"][i] or "",
@@ -566,8 +512,7 @@ class V4Layout:
                 content_offset=dv["offset"] if dv else None,
                 content_size_in_bytes=dv["size_in_bytes"] if dv else None,
             )
-            v = vi[i] or {}
-            m = ms[i]
+            v = d["version_info"][i] or {}
             out.append(
                 ManifestEntry(
                     EntryStatus(v.get("status", 1)),
@@ -575,21 +520,136 @@ class V4Layout:
                     v.get("sequence_number"),
                     v.get("file_sequence_number"),
                     f,
-                    manifest_stats=ManifestStats(
-                        m["added_files_count"] or 0,
-                        m["existing_files_count"] or 0,
-                        m["deleted_files_count"] or 0,
-                        m["added_rows_count"] or 0,
-                        m["existing_rows_count"] or 0,
-                        m["deleted_rows_count"] or 0,
-                        m["min_sequence_number"],
-                    )
-                    if m is not None
-                    else None,
+                    manifest_stats=_manifest_stats(d["manifest_stats"][i]),
                     inline_content=dv["inline_content"] if dv else None,
                 )
             )
         return out
+
+    def _partition_tuple(self, row: dict[str, Any] | None, field_ids: tuple[int, ...]) -> tuple[Any, ...]:
+        """An entry's partition tuple in its spec's field order, from the union struct's row
+        (all null when the entry has none)."""
+        if row is None:
+            return tuple(None for _ in field_ids)
+        vals = []
+        for fid in field_ids:
+            col = self.partition_by_id.get(fid)
+            raw = row.get(f"p{fid}")
+            vals.append(storage_to_internal(col.iceberg_type, raw) if col is not None else raw)
+        return tuple(vals)
+
+    def _stats_maps(self, row: dict[str, Any] | None) -> tuple[Any, Any, Any, Any, Any]:
+        """An entry's ``content_stats`` as the DataFile maps (value, null and NaN counts, lower
+        and upper bounds as Appendix D bytes); all None when the entry has no stats."""
+        if row is None:
+            return None, None, None, None, None
+        vcs: dict[int, int] = {}
+        ncs: dict[int, int] = {}
+        nans: dict[int, int] = {}
+        lower: dict[int, bytes] = {}
+        upper: dict[int, bytes] = {}
+        for key, s in row.items():
+            if s is None or not key.startswith("c"):
+                continue
+            fid = int(key[1:])
+            col_t = self.stats_by_id[fid].iceberg_type if fid in self.stats_by_id else None
+            if col_t is not None and s.get("lower_bound") is not None:
+                lower[fid] = values.to_bytes(col_t, storage_to_internal(col_t, s["lower_bound"]))
+            if col_t is not None and s.get("upper_bound") is not None:
+                upper[fid] = values.to_bytes(col_t, storage_to_internal(col_t, s["upper_bound"]))
+            if s.get("value_count") is not None:
+                vcs[fid] = s["value_count"]
+            if s.get("null_value_count") is not None:
+                ncs[fid] = s["null_value_count"]
+            if s.get("nan_value_count") is not None:
+                nans[fid] = s["nan_value_count"]
+        return vcs, ncs, nans, lower, upper
+
+
+def _version_info_array(entries: Sequence[ManifestEntry], struct_type: pa.StructType) -> pa.StructArray:
+    return pa.StructArray.from_arrays(
+        [
+            pa.array([int(e.status) for e in entries], pa.int32()),
+            pa.array([e.snapshot_id for e in entries], pa.int64()),
+            pa.array([e.sequence_number for e in entries], pa.int64()),
+            pa.array([e.file_sequence_number for e in entries], pa.int64()),
+        ],
+        fields=list(struct_type),
+    )
+
+
+def _deletion_vector_array(entries: Sequence[ManifestEntry], struct_type: pa.StructType) -> pa.StructArray:
+    """DV position (Puffin offset and size, or inline content); null for entries without one."""
+    files = [e.data_file for e in entries]
+    has_dv = [f.content_offset is not None or e.inline_content is not None for e, f in zip(entries, files)]
+    return pa.StructArray.from_arrays(
+        [
+            pa.array([f.content_offset for f in files], pa.int64()),
+            pa.array([f.content_size_in_bytes for f in files], pa.int64()),
+            pa.array([e.inline_content for e in entries], pa.binary()),
+        ],
+        fields=list(struct_type),
+        mask=pa.array([not h for h in has_dv]),
+    )
+
+
+def _manifest_stats_array(entries: Sequence[ManifestEntry], struct_type: pa.StructType) -> pa.StructArray:
+    """Manifest entries' counts; null for file entries."""
+    ms = [e.manifest_stats for e in entries]
+    return pa.StructArray.from_arrays(
+        [
+            pa.array([m.added_files_count if m else None for m in ms], pa.int32()),
+            pa.array([m.existing_files_count if m else None for m in ms], pa.int32()),
+            pa.array([m.deleted_files_count if m else None for m in ms], pa.int32()),
+            pa.array([m.added_rows_count if m else None for m in ms], pa.int64()),
+            pa.array([m.existing_rows_count if m else None for m in ms], pa.int64()),
+            pa.array([m.deleted_rows_count if m else None for m in ms], pa.int64()),
+            pa.array([m.min_sequence_number if m else None for m in ms], pa.int64()),
+        ],
+        fields=list(struct_type),
+        mask=pa.array([m is None for m in ms]),
+    )
+
+
+def _manifest_stats(m: dict[str, Any] | None) -> ManifestStats | None:
+    if m is None:
+        return None
+    return ManifestStats(
+        m["added_files_count"] or 0,
+        m["existing_files_count"] or 0,
+        m["deleted_files_count"] or 0,
+        m["added_rows_count"] or 0,
+        m["existing_rows_count"] or 0,
+        m["deleted_rows_count"] or 0,
+        m["min_sequence_number"],
+    )
+
+
+class ContentStats:
+    """The typed ``content_stats`` of content entries as :class:`ColumnarStats`, so
+    :func:`firn.expressions.columnar_metrics.might_match` can prune them (V4 planning)."""
+
+    __slots__ = ("_stats", "layout", "num_rows")
+
+    def __init__(self, table: pa.Table, layout: V4Layout) -> None:
+        self.layout = layout
+        self.num_rows = table.num_rows
+        self._stats = table.column("content_stats") if "content_stats" in table.column_names else None
+
+    def column(self, field_id: int) -> ColumnStats | None:
+        col = self.layout.stats_by_id.get(field_id)
+        if self._stats is None or col is None:
+            return None
+        struct = pc.struct_field(self._stats, col.name)
+        bound_type = col.bound_type
+        return ColumnStats(
+            lower=pc.struct_field(struct, "lower_bound"),
+            upper=pc.struct_field(struct, "upper_bound"),
+            value_count=pc.struct_field(struct, "value_count"),
+            null_count=pc.struct_field(struct, "null_value_count"),
+            nan_count=pc.struct_field(struct, "nan_value_count") if col.has_nan else None,
+            scalar=lambda value: typed_array([value], bound_type)[0],
+        )
 
 
 def specs_partition_ids(md: TableMetadata) -> dict[int, tuple[int, ...]]:
@@ -598,6 +658,7 @@ def specs_partition_ids(md: TableMetadata) -> dict[int, tuple[int, ...]]:
 
 __all__ = [
     "MAX_STATS_COLUMNS",
+    "ContentStats",
     "PartitionColumn",
     "StatsColumn",
     "V4Layout",

@@ -34,6 +34,7 @@ from firn.spec.types import (
     TimeType,
     UUIDType,
 )
+from firn.util.arrow_chunks import single_array
 
 # Unit of each temporal type's internal value: days, microseconds or nanoseconds.
 DAYS, MICROS, NANOS = "D", "us", "ns"
@@ -43,7 +44,7 @@ _INT_TYPES = (IntegerType, LongType)
 
 def as_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     """A single contiguous, non-dictionary, non-extension array."""
-    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    arr = single_array(values)
     if isinstance(arr, pa.ExtensionArray):
         arr = arr.storage
     if pa.types.is_dictionary(arr.type):

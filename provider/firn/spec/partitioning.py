@@ -104,7 +104,9 @@ class PartitionSpec:
 UNPARTITIONED = PartitionSpec(INITIAL_SPEC_ID, ())
 
 
-def _default_name(transform: Transform, source_name: str) -> str:
+def default_partition_field_name(transform: Transform, source_name: str) -> str:
+    """The name Iceberg Java gives a partition field of ``transform`` on ``source_name``
+    (``id_bucket_16``, ``ts_day``, ...)."""
     t = str(transform)
     if transform.is_identity:
         return source_name
@@ -165,7 +167,7 @@ def build_partition_spec(
                     f"transform {transform} cannot be applied to {column!r} of type {src.field_type}"
                 )
             next_id += 1
-            name = item[2] if len(item) == 3 else _default_name(transform, column)
+            name = item[2] if len(item) == 3 else default_partition_field_name(transform, column)
             pf = PartitionField(src.field_id, next_id, transform, name)
         if pf.name in names:
             raise ValidationError(f"duplicate partition field name {pf.name!r}")
@@ -212,6 +214,7 @@ __all__ = [
     "PartitionField",
     "PartitionSpec",
     "build_partition_spec",
+    "default_partition_field_name",
     "parse_known_transform",
     "parse_transform",
     "validate_spec",

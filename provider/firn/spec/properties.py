@@ -8,8 +8,9 @@ since no spec defines root-manifest flush thresholds.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
 from firn.errors import ValidationError
 
@@ -56,12 +57,11 @@ MAX_REF_AGE_MS = "history.expire.max-ref-age-ms"
 GC_ENABLED = "gc.enabled"
 
 # V4 (seed 004 "root flush"): soft thresholds a maintenance flush watches, and the factor
-# above which a writer flushes synchronously instead of growing the root further. Defaults:
-# 200 data files or DVs (a root of that size is about 15 KB, one object-store round trip),
-# writers flushing above 2x that. Every commit rewrites the root, and encoding it costs about
-# 0.5 us per entry on top of a fixed ~1 ms (measured: a 1,000-entry root made each
-# single-file append 15-25% slower than a 200-entry one); a writer flush costs one leaf write
-# per ~200 commits.
+# above which a writer flushes synchronously instead of growing the root further. Every
+# commit rewrites the root, so its encoding cost grows with its entries; the defaults (200
+# data files or DVs, writers flushing above twice that) keep a root to about one object-store
+# round trip, and a writer flush to one leaf write per couple of hundred commits
+# (bench/README.md, issue 4 item 9a, has the figures behind them).
 ROOT_MAX_DATA_FILES = "commit.root.max-data-files"
 ROOT_MAX_DELETE_VECTORS = "commit.root.max-delete-vectors"
 ROOT_MAX_MANIFEST_DVS = "commit.root.max-manifest-dvs"
@@ -78,6 +78,9 @@ LEAF_TARGET_ENTRIES = "commit.leaf.target-entries"
 RESERVED_PROPERTIES = frozenset({FORMAT_VERSION})
 
 
+_E = TypeVar("_E", bound=enum.Enum)
+
+
 class RowLevelMode(enum.Enum):
     COPY_ON_WRITE = "copy-on-write"
     MERGE_ON_READ = "merge-on-read"
@@ -88,23 +91,21 @@ class IsolationLevel(enum.Enum):
     SNAPSHOT = "snapshot"
 
 
-def _int(props: Mapping[str, str], key: str, default: int, *, minimum: int | None = None) -> int:
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise ValidationError(f"table property {key!r} must be an integer, got {raw!r}") from None
-    if minimum is not None and value < minimum:
-        raise ValidationError(f"table property {key!r} must be >= {minimum}, got {value}")
-    return value
+# -- parsers: (key, raw value) -> typed value; errors name the property ------------------------
+def _int(*, minimum: int | None = None) -> Callable[[str, str], int]:
+    def parse(key: str, raw: str) -> int:
+        try:
+            value = int(str(raw).strip())
+        except ValueError:
+            raise ValidationError(f"table property {key!r} must be an integer, got {raw!r}") from None
+        if minimum is not None and value < minimum:
+            raise ValidationError(f"table property {key!r} must be >= {minimum}, got {value}")
+        return value
+
+    return parse
 
 
-def _bool(props: Mapping[str, str], key: str, default: bool) -> bool:
-    raw = props.get(key)
-    if raw is None:
-        return default
+def _bool(key: str, raw: str) -> bool:
     text = str(raw).strip().lower()
     if text in ("true", "1", "yes"):
         return True
@@ -113,117 +114,145 @@ def _bool(props: Mapping[str, str], key: str, default: bool) -> bool:
     raise ValidationError(f"table property {key!r} must be true or false, got {raw!r}")
 
 
-def _enum(props: Mapping[str, str], key: str, cls: type[enum.Enum], default: enum.Enum) -> enum.Enum:
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        return cls(str(raw).strip().lower())
-    except ValueError:
-        allowed = ", ".join(m.value for m in cls)
-        raise ValidationError(f"table property {key!r} must be one of {allowed}, got {raw!r}") from None
+def _str(key: str, raw: str) -> str:
+    return str(raw)
+
+
+def _enum(cls: type[_E]) -> Callable[[str, str], _E]:
+    def parse(key: str, raw: str) -> _E:
+        try:
+            return cls(str(raw).strip().lower())
+        except ValueError:
+            allowed = ", ".join(m.value for m in cls)
+            raise ValidationError(f"table property {key!r} must be one of {allowed}, got {raw!r}") from None
+
+    return parse
+
+
+def _parquet_codec(key: str, raw: str) -> str:
+    codec = str(raw).strip().lower()
+    if codec not in ("zstd", "snappy", "gzip", "lz4", "brotli", "none", "uncompressed"):
+        raise ValidationError(f"table property {key!r}: unknown codec {codec!r}")
+    return codec
+
+
+def _metadata_codec(key: str, raw: str) -> str:
+    codec = str(raw).strip().lower()
+    if codec not in ("none", "gzip"):
+        raise ValidationError(f"table property {key!r} must be none or gzip, got {codec!r}")
+    return codec
+
+
+def _declared(key: str, parser: Callable[[str, str], Any]) -> dict[str, Any]:
+    """Field metadata of a :class:`TableProperties` attribute: its property key and parser."""
+    return {_KEY: key, _PARSER: parser}
+
+
+_KEY = "firn.property-key"
+_PARSER = "firn.property-parser"
+_MiB = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class TableProperties:
-    """Typed table properties. Build with :meth:`parse`; unknown keys are kept in ``raw``."""
+    """Typed table properties, parsed once per metadata object: build with :meth:`parse`.
+
+    Each attribute is declared with its property key, default and parser (the default is
+    written only here); unknown keys are kept in ``raw``.
+    """
 
     raw: Mapping[str, str]
-    commit_num_retries: int = 4
-    commit_min_retry_wait_ms: int = 100
-    commit_max_retry_wait_ms: int = 60_000
-    commit_total_retry_time_ms: int = 1_800_000
-    manifest_target_size_bytes: int = 8 * 1024 * 1024
-    manifest_min_merge_count: int = 100
-    manifest_merge_enabled: bool = True
-    write_target_file_size_bytes: int = 512 * 1024 * 1024
-    delete_target_file_size_bytes: int = 64 * 1024 * 1024
-    parquet_compression: str = "zstd"
-    parquet_compression_level: int | None = None
-    parquet_row_group_size_bytes: int = 128 * 1024 * 1024
-    parquet_page_size_bytes: int = 1024 * 1024
-    metrics_mode_default: str = "truncate(16)"
-    metrics_max_inferred_columns: int = 100
-    metadata_previous_versions_max: int = 100
-    metadata_delete_after_commit: bool = False
-    metadata_compression: str = "none"
-    delete_mode: RowLevelMode = RowLevelMode.COPY_ON_WRITE
-    update_mode: RowLevelMode = RowLevelMode.COPY_ON_WRITE
-    merge_mode: RowLevelMode = RowLevelMode.COPY_ON_WRITE
-    delete_isolation_level: IsolationLevel = IsolationLevel.SERIALIZABLE
-    update_isolation_level: IsolationLevel = IsolationLevel.SERIALIZABLE
-    merge_isolation_level: IsolationLevel = IsolationLevel.SERIALIZABLE
-    max_snapshot_age_ms: int = 5 * 24 * 3600 * 1000
-    min_snapshots_to_keep: int = 1
-    max_ref_age_ms: int | None = None
-    gc_enabled: bool = True
-    root_max_data_files: int = 200
-    root_max_delete_vectors: int = 200
-    root_max_manifest_dvs: int = 100
-    root_max_bytes: int = 8 * 1024 * 1024
-    root_writer_flush_factor: int = 2
-    root_max_added_files: int = 100
-    manifest_dv_inline_max_bytes: int = 16 * 1024
-    leaf_target_entries: int = 50_000
+    commit_num_retries: int = field(default=4, metadata=_declared(COMMIT_NUM_RETRIES, _int(minimum=0)))
+    commit_min_retry_wait_ms: int = field(
+        default=100, metadata=_declared(COMMIT_MIN_RETRY_WAIT_MS, _int(minimum=0))
+    )
+    commit_max_retry_wait_ms: int = field(
+        default=60_000, metadata=_declared(COMMIT_MAX_RETRY_WAIT_MS, _int(minimum=0))
+    )
+    commit_total_retry_time_ms: int = field(
+        default=1_800_000, metadata=_declared(COMMIT_TOTAL_RETRY_TIME_MS, _int(minimum=0))
+    )
+    manifest_target_size_bytes: int = field(
+        default=8 * _MiB, metadata=_declared(MANIFEST_TARGET_SIZE_BYTES, _int(minimum=1))
+    )
+    manifest_min_merge_count: int = field(
+        default=100, metadata=_declared(MANIFEST_MIN_MERGE_COUNT, _int(minimum=1))
+    )
+    manifest_merge_enabled: bool = field(default=True, metadata=_declared(MANIFEST_MERGE_ENABLED, _bool))
+    write_target_file_size_bytes: int = field(
+        default=512 * _MiB, metadata=_declared(WRITE_TARGET_FILE_SIZE_BYTES, _int(minimum=1))
+    )
+    delete_target_file_size_bytes: int = field(
+        default=64 * _MiB, metadata=_declared(DELETE_TARGET_FILE_SIZE_BYTES, _int(minimum=1))
+    )
+    parquet_compression: str = field(default="zstd", metadata=_declared(PARQUET_COMPRESSION, _parquet_codec))
+    parquet_compression_level: int | None = field(
+        default=None, metadata=_declared(PARQUET_COMPRESSION_LEVEL, _int())
+    )
+    parquet_row_group_size_bytes: int = field(
+        default=128 * _MiB, metadata=_declared(PARQUET_ROW_GROUP_SIZE_BYTES, _int(minimum=1))
+    )
+    parquet_page_size_bytes: int = field(
+        default=_MiB, metadata=_declared(PARQUET_PAGE_SIZE_BYTES, _int(minimum=1))
+    )
+    metrics_mode_default: str = field(default="truncate(16)", metadata=_declared(METRICS_MODE_DEFAULT, _str))
+    metrics_max_inferred_columns: int = field(
+        default=100, metadata=_declared(METRICS_MAX_INFERRED_COLUMNS, _int(minimum=0))
+    )
+    metadata_previous_versions_max: int = field(
+        default=100, metadata=_declared(METADATA_PREVIOUS_VERSIONS_MAX, _int(minimum=1))
+    )
+    metadata_delete_after_commit: bool = field(
+        default=False, metadata=_declared(METADATA_DELETE_AFTER_COMMIT, _bool)
+    )
+    metadata_compression: str = field(
+        default="none", metadata=_declared(METADATA_COMPRESSION, _metadata_codec)
+    )
+    delete_mode: RowLevelMode = field(
+        default=RowLevelMode.COPY_ON_WRITE, metadata=_declared(DELETE_MODE, _enum(RowLevelMode))
+    )
+    update_mode: RowLevelMode = field(
+        default=RowLevelMode.COPY_ON_WRITE, metadata=_declared(UPDATE_MODE, _enum(RowLevelMode))
+    )
+    merge_mode: RowLevelMode = field(
+        default=RowLevelMode.COPY_ON_WRITE, metadata=_declared(MERGE_MODE, _enum(RowLevelMode))
+    )
+    delete_isolation_level: IsolationLevel = field(
+        default=IsolationLevel.SERIALIZABLE, metadata=_declared(DELETE_ISOLATION_LEVEL, _enum(IsolationLevel))
+    )
+    update_isolation_level: IsolationLevel = field(
+        default=IsolationLevel.SERIALIZABLE, metadata=_declared(UPDATE_ISOLATION_LEVEL, _enum(IsolationLevel))
+    )
+    merge_isolation_level: IsolationLevel = field(
+        default=IsolationLevel.SERIALIZABLE, metadata=_declared(MERGE_ISOLATION_LEVEL, _enum(IsolationLevel))
+    )
+    max_snapshot_age_ms: int = field(
+        default=5 * 24 * 3600 * 1000, metadata=_declared(MAX_SNAPSHOT_AGE_MS, _int(minimum=0))
+    )
+    min_snapshots_to_keep: int = field(default=1, metadata=_declared(MIN_SNAPSHOTS_TO_KEEP, _int(minimum=1)))
+    max_ref_age_ms: int | None = field(default=None, metadata=_declared(MAX_REF_AGE_MS, _int(minimum=0)))
+    gc_enabled: bool = field(default=True, metadata=_declared(GC_ENABLED, _bool))
+    root_max_data_files: int = field(default=200, metadata=_declared(ROOT_MAX_DATA_FILES, _int(minimum=1)))
+    root_max_delete_vectors: int = field(
+        default=200, metadata=_declared(ROOT_MAX_DELETE_VECTORS, _int(minimum=1))
+    )
+    root_max_manifest_dvs: int = field(
+        default=100, metadata=_declared(ROOT_MAX_MANIFEST_DVS, _int(minimum=1))
+    )
+    root_max_bytes: int = field(default=8 * _MiB, metadata=_declared(ROOT_MAX_BYTES, _int(minimum=1024)))
+    root_writer_flush_factor: int = field(
+        default=2, metadata=_declared(ROOT_WRITER_FLUSH_FACTOR, _int(minimum=1))
+    )
+    root_max_added_files: int = field(default=100, metadata=_declared(ROOT_MAX_ADDED_FILES, _int(minimum=0)))
+    manifest_dv_inline_max_bytes: int = field(
+        default=16 * 1024, metadata=_declared(MANIFEST_DV_INLINE_MAX_BYTES, _int(minimum=0))
+    )
+    leaf_target_entries: int = field(default=50_000, metadata=_declared(LEAF_TARGET_ENTRIES, _int(minimum=1)))
 
     @classmethod
     def parse(cls, props: Mapping[str, str]) -> TableProperties:
-        p = props
-        level = p.get(PARQUET_COMPRESSION_LEVEL)
-        codec = str(p.get(PARQUET_COMPRESSION, "zstd")).strip().lower()
-        if codec not in ("zstd", "snappy", "gzip", "lz4", "brotli", "none", "uncompressed"):
-            raise ValidationError(f"table property {PARQUET_COMPRESSION!r}: unknown codec {codec!r}")
-        meta_codec = str(p.get(METADATA_COMPRESSION, "none")).strip().lower()
-        if meta_codec not in ("none", "gzip"):
-            raise ValidationError(
-                f"table property {METADATA_COMPRESSION!r} must be none or gzip, got {meta_codec!r}"
-            )
-        max_ref = p.get(MAX_REF_AGE_MS)
-        return cls(
-            raw=dict(p),
-            commit_num_retries=_int(p, COMMIT_NUM_RETRIES, 4, minimum=0),
-            commit_min_retry_wait_ms=_int(p, COMMIT_MIN_RETRY_WAIT_MS, 100, minimum=0),
-            commit_max_retry_wait_ms=_int(p, COMMIT_MAX_RETRY_WAIT_MS, 60_000, minimum=0),
-            commit_total_retry_time_ms=_int(p, COMMIT_TOTAL_RETRY_TIME_MS, 1_800_000, minimum=0),
-            manifest_target_size_bytes=_int(p, MANIFEST_TARGET_SIZE_BYTES, 8 * 1024 * 1024, minimum=1),
-            manifest_min_merge_count=_int(p, MANIFEST_MIN_MERGE_COUNT, 100, minimum=1),
-            manifest_merge_enabled=_bool(p, MANIFEST_MERGE_ENABLED, True),
-            write_target_file_size_bytes=_int(p, WRITE_TARGET_FILE_SIZE_BYTES, 512 * 1024 * 1024, minimum=1),
-            delete_target_file_size_bytes=_int(p, DELETE_TARGET_FILE_SIZE_BYTES, 64 * 1024 * 1024, minimum=1),
-            parquet_compression=codec,
-            parquet_compression_level=_int(p, PARQUET_COMPRESSION_LEVEL, 0) if level is not None else None,
-            parquet_row_group_size_bytes=_int(p, PARQUET_ROW_GROUP_SIZE_BYTES, 128 * 1024 * 1024, minimum=1),
-            parquet_page_size_bytes=_int(p, PARQUET_PAGE_SIZE_BYTES, 1024 * 1024, minimum=1),
-            metrics_mode_default=str(p.get(METRICS_MODE_DEFAULT, "truncate(16)")),
-            metrics_max_inferred_columns=_int(p, METRICS_MAX_INFERRED_COLUMNS, 100, minimum=0),
-            metadata_previous_versions_max=_int(p, METADATA_PREVIOUS_VERSIONS_MAX, 100, minimum=1),
-            metadata_delete_after_commit=_bool(p, METADATA_DELETE_AFTER_COMMIT, False),
-            metadata_compression=meta_codec,
-            delete_mode=_enum(p, DELETE_MODE, RowLevelMode, RowLevelMode.COPY_ON_WRITE),  # type: ignore[arg-type]
-            update_mode=_enum(p, UPDATE_MODE, RowLevelMode, RowLevelMode.COPY_ON_WRITE),  # type: ignore[arg-type]
-            merge_mode=_enum(p, MERGE_MODE, RowLevelMode, RowLevelMode.COPY_ON_WRITE),  # type: ignore[arg-type]
-            delete_isolation_level=_enum(
-                p, DELETE_ISOLATION_LEVEL, IsolationLevel, IsolationLevel.SERIALIZABLE
-            ),  # type: ignore[arg-type]
-            update_isolation_level=_enum(
-                p, UPDATE_ISOLATION_LEVEL, IsolationLevel, IsolationLevel.SERIALIZABLE
-            ),  # type: ignore[arg-type]
-            merge_isolation_level=_enum(
-                p, MERGE_ISOLATION_LEVEL, IsolationLevel, IsolationLevel.SERIALIZABLE
-            ),  # type: ignore[arg-type]
-            max_snapshot_age_ms=_int(p, MAX_SNAPSHOT_AGE_MS, 5 * 24 * 3600 * 1000, minimum=0),
-            min_snapshots_to_keep=_int(p, MIN_SNAPSHOTS_TO_KEEP, 1, minimum=1),
-            max_ref_age_ms=_int(p, MAX_REF_AGE_MS, 0, minimum=0) if max_ref is not None else None,
-            gc_enabled=_bool(p, GC_ENABLED, True),
-            root_max_data_files=_int(p, ROOT_MAX_DATA_FILES, 200, minimum=1),
-            root_max_delete_vectors=_int(p, ROOT_MAX_DELETE_VECTORS, 200, minimum=1),
-            root_max_manifest_dvs=_int(p, ROOT_MAX_MANIFEST_DVS, 100, minimum=1),
-            root_max_bytes=_int(p, ROOT_MAX_BYTES, 8 * 1024 * 1024, minimum=1024),
-            root_writer_flush_factor=_int(p, ROOT_WRITER_FLUSH_FACTOR, 2, minimum=1),
-            root_max_added_files=_int(p, ROOT_MAX_ADDED_FILES, 100, minimum=0),
-            manifest_dv_inline_max_bytes=_int(p, MANIFEST_DV_INLINE_MAX_BYTES, 16 * 1024, minimum=0),
-            leaf_target_entries=_int(p, LEAF_TARGET_ENTRIES, 50_000, minimum=1),
-        )
+        """Parse ``props`` once; a bad value raises :class:`ValidationError` naming its key."""
+        return cls(raw=dict(props), **_parsed(_FIELDS, props))
 
     def metrics_mode_for(self, column_name: str) -> str:
         """``write.metadata.metrics.column.<name>`` or the default mode."""
@@ -242,28 +271,19 @@ class TableProperties:
 # Compaction: at least this many data files below 0.75x ``write.target-file-size-bytes``
 # (Iceberg's ``min-file-size-bytes`` default) ...
 MAINTENANCE_COMPACT_MIN_SMALL_FILES = "maintenance.compact.min-small-files"
-DEFAULT_MAINTENANCE_COMPACT_MIN_SMALL_FILES = 100
 # ... making up at least this fraction of the data files.
 MAINTENANCE_COMPACT_MIN_SMALL_FILE_RATIO = "maintenance.compact.min-small-file-ratio"
-DEFAULT_MAINTENANCE_COMPACT_MIN_SMALL_FILE_RATIO = 0.1
 # Delete rewrite: deleted rows / rows at or above this ...
 MAINTENANCE_REWRITE_DVS_MIN_DELETE_RATIO = "maintenance.rewrite-dvs.min-delete-ratio"
-DEFAULT_MAINTENANCE_REWRITE_DVS_MIN_DELETE_RATIO = 0.1
 # ... or at least this many position delete files (v2; on v3/V4 any position delete file).
 MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES = "maintenance.rewrite-dvs.min-delete-files"
-DEFAULT_MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES = 10
 # Manifest rewrite: at least this many manifests (V4: leaves) below 0.75x their target.
 MAINTENANCE_MANIFESTS_MIN_SMALL_MANIFESTS = "maintenance.manifests.min-small-manifests"
-DEFAULT_MAINTENANCE_MANIFESTS_MIN_SMALL_MANIFESTS = 100
 # Expiry: more snapshots than this are trimmed even inside the age window (0 turns it off).
 MAINTENANCE_EXPIRE_MAX_SNAPSHOTS = "maintenance.expire.max-snapshots"
-DEFAULT_MAINTENANCE_EXPIRE_MAX_SNAPSHOTS = 1000
 
 
-def _ratio(props: Mapping[str, str], key: str, default: float) -> float:
-    raw = props.get(key)
-    if raw is None:
-        return default
+def _ratio(key: str, raw: str) -> float:
     try:
         value = float(str(raw).strip())
     except ValueError:
@@ -275,48 +295,61 @@ def _ratio(props: Mapping[str, str], key: str, default: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class MaintenanceThresholds:
-    """The ``maintenance.*`` table properties, typed (parse with :meth:`parse`)."""
+    """The ``maintenance.*`` table properties, typed (parse with :meth:`parse`); each declared
+    with its key, default and parser like :class:`TableProperties`."""
 
-    compact_min_small_files: int = DEFAULT_MAINTENANCE_COMPACT_MIN_SMALL_FILES
-    compact_min_small_file_ratio: float = DEFAULT_MAINTENANCE_COMPACT_MIN_SMALL_FILE_RATIO
-    rewrite_dvs_min_delete_ratio: float = DEFAULT_MAINTENANCE_REWRITE_DVS_MIN_DELETE_RATIO
-    rewrite_dvs_min_delete_files: int = DEFAULT_MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES
-    manifests_min_small_manifests: int = DEFAULT_MAINTENANCE_MANIFESTS_MIN_SMALL_MANIFESTS
-    expire_max_snapshots: int = DEFAULT_MAINTENANCE_EXPIRE_MAX_SNAPSHOTS
+    compact_min_small_files: int = field(
+        default=100, metadata=_declared(MAINTENANCE_COMPACT_MIN_SMALL_FILES, _int(minimum=1))
+    )
+    compact_min_small_file_ratio: float = field(
+        default=0.1, metadata=_declared(MAINTENANCE_COMPACT_MIN_SMALL_FILE_RATIO, _ratio)
+    )
+    rewrite_dvs_min_delete_ratio: float = field(
+        default=0.1, metadata=_declared(MAINTENANCE_REWRITE_DVS_MIN_DELETE_RATIO, _ratio)
+    )
+    rewrite_dvs_min_delete_files: int = field(
+        default=10, metadata=_declared(MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES, _int(minimum=1))
+    )
+    manifests_min_small_manifests: int = field(
+        default=100, metadata=_declared(MAINTENANCE_MANIFESTS_MIN_SMALL_MANIFESTS, _int(minimum=1))
+    )
+    expire_max_snapshots: int = field(
+        default=1000, metadata=_declared(MAINTENANCE_EXPIRE_MAX_SNAPSHOTS, _int(minimum=0))
+    )
 
     @classmethod
     def parse(cls, props: Mapping[str, str]) -> MaintenanceThresholds:
         """Thresholds from table properties; a malformed value is a ``ValidationError`` naming it."""
-        p = props
-        return cls(
-            compact_min_small_files=_int(
-                p, MAINTENANCE_COMPACT_MIN_SMALL_FILES, DEFAULT_MAINTENANCE_COMPACT_MIN_SMALL_FILES, minimum=1
-            ),
-            compact_min_small_file_ratio=_ratio(
-                p, MAINTENANCE_COMPACT_MIN_SMALL_FILE_RATIO, DEFAULT_MAINTENANCE_COMPACT_MIN_SMALL_FILE_RATIO
-            ),
-            rewrite_dvs_min_delete_ratio=_ratio(
-                p, MAINTENANCE_REWRITE_DVS_MIN_DELETE_RATIO, DEFAULT_MAINTENANCE_REWRITE_DVS_MIN_DELETE_RATIO
-            ),
-            rewrite_dvs_min_delete_files=_int(
-                p,
-                MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES,
-                DEFAULT_MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES,
-                minimum=1,
-            ),
-            manifests_min_small_manifests=_int(
-                p,
-                MAINTENANCE_MANIFESTS_MIN_SMALL_MANIFESTS,
-                DEFAULT_MAINTENANCE_MANIFESTS_MIN_SMALL_MANIFESTS,
-                minimum=1,
-            ),
-            expire_max_snapshots=_int(
-                p, MAINTENANCE_EXPIRE_MAX_SNAPSHOTS, DEFAULT_MAINTENANCE_EXPIRE_MAX_SNAPSHOTS, minimum=0
-            ),
-        )
+        return cls(**_parsed(_declared_fields(cls), props))
 
 
 # -- end of the maintenance recommendation block --------------------------------------------------
 
 
-__all__ = [name for name in dir() if name.isupper()] + ["IsolationLevel", "RowLevelMode", "TableProperties"]
+def _declared_fields(cls: type) -> tuple[tuple[str, str, Callable[[str, str], Any]], ...]:
+    """(attribute, property key, parser) of every declared attribute of ``cls``."""
+    return tuple((f.name, f.metadata[_KEY], f.metadata[_PARSER]) for f in fields(cls) if _KEY in f.metadata)
+
+
+def _parsed(
+    declared: tuple[tuple[str, str, Callable[[str, str], Any]], ...], props: Mapping[str, str]
+) -> dict[str, Any]:
+    """The parsed values of the declared properties present in ``props`` (the rest keep their
+    defaults)."""
+    values: dict[str, Any] = {}
+    for name, key, parser in declared:
+        raw = props.get(key)
+        if raw is not None:
+            values[name] = parser(key, raw)
+    return values
+
+
+_FIELDS = _declared_fields(TableProperties)
+
+
+__all__ = [name for name in dir() if name.isupper() and not name.startswith("_")] + [
+    "IsolationLevel",
+    "MaintenanceThresholds",
+    "RowLevelMode",
+    "TableProperties",
+]

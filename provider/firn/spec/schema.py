@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 from firn.errors import ValidationError
+from firn.spec.field_ids import MAX_TABLE_FIELD_ID
 from firn.spec.types import (
-    MAX_TABLE_FIELD_ID,
     DoubleType,
     FloatType,
     IcebergType,
@@ -293,11 +292,6 @@ def visit_fields(t: IcebergType) -> Iterator[NestedField]:
         for f in t.fields:
             yield f
             yield from visit_fields(f.field_type)
-
-
-def schema_to_dict_of_types(schema: Schema) -> dict[int, Any]:
-    """Map of field id to type for every field (used by serde helpers)."""
-    return {f.field_id: f.field_type for f in schema._index[0].values()}
 
 
 __all__ = ["INITIAL_SCHEMA_ID", "Schema", "assign_fresh_ids", "visit_fields"]

@@ -7,12 +7,12 @@ from typing import Any
 
 from firn.errors import InvalidMetadata, ValidationError
 from firn.spec import values
-from firn.spec.partitioning import PartitionField, PartitionSpec
+from firn.spec.field_ids import MAX_TABLE_FIELD_ID
+from firn.spec.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
 from firn.spec.schema import Schema
 from firn.spec.sorting import NullOrder, SortDirection, SortField, SortOrder
 from firn.spec.transforms import parse_transform
 from firn.spec.types import (
-    MAX_TABLE_FIELD_ID,
     IcebergType,
     ListType,
     MapType,
@@ -180,7 +180,7 @@ def partition_fields_from_json(
         if field_id is None:
             if not implicit_ids:
                 raise InvalidMetadata(f"partition field {f.get('name')!r} is missing field-id")
-            field_id = 1000 + i
+            field_id = PARTITION_FIELD_ID_START + i
         out.append(
             PartitionField(
                 source_id=source_id,

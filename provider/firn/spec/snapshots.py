@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from firn.spec.summary import OPERATION
+
 MAIN_BRANCH = "main"
 
 
@@ -32,7 +34,7 @@ class Summary:
         return self.properties.get(key, default)
 
     def to_dict(self) -> dict[str, str]:
-        return {"operation": self.operation.value, **self.properties}
+        return {OPERATION: self.operation.value, **self.properties}
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,8 +172,8 @@ def new_snapshot_id() -> int:
 
 
 def summary_from_dict(data: Mapping[str, Any]) -> Summary:
-    props = {str(k): str(v) for k, v in data.items() if k != "operation"}
-    op = data.get("operation", "overwrite")
+    props = {str(k): str(v) for k, v in data.items() if k != OPERATION}
+    op = data.get(OPERATION, Operation.OVERWRITE.value)
     return Summary(Operation(op), MappingProxyType(props))
 
 

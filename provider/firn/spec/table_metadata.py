@@ -30,7 +30,11 @@ from firn.spec.snapshots import (
     StatisticsFile,
 )
 from firn.spec.sorting import SortOrder
-from firn.spec.versions import MIN_FORMAT_VERSION_ROOT_MANIFEST, MIN_FORMAT_VERSION_ROW_LINEAGE
+from firn.spec.versions import (
+    MIN_FORMAT_VERSION_ROOT_MANIFEST,
+    MIN_FORMAT_VERSION_ROW_LINEAGE,
+    MIN_FORMAT_VERSION_SEQUENCE_NUMBERS,
+)
 
 EMPTY_PROPERTIES: Mapping[str, str] = MappingProxyType({})
 
@@ -169,7 +173,9 @@ class TableMetadata:
         return self._snapshots_by_id.get(found) if found is not None else None
 
     def next_sequence_number(self) -> int:
-        return self.last_sequence_number + 1 if self.format_version > 1 else 0
+        return (
+            self.last_sequence_number + 1 if self.format_version >= MIN_FORMAT_VERSION_SEQUENCE_NUMBERS else 0
+        )
 
 
 __all__ = ["TableMetadata", "now_ms"]

@@ -55,6 +55,7 @@ from firn.spec.types import (
     VariantType,
 )
 from firn.spec.values import decimal_from_unscaled
+from firn.util.arrow_chunks import single_array
 
 _INTS = (IntegerType, LongType)
 _TIMESTAMPS = (TimestampType, TimestamptzType, TimestampNanoType, TimestamptzNanoType)
@@ -221,7 +222,7 @@ class IdentityTransform(Transform):
 
     def apply_arrow(self, source: IcebergType, values: pa.Array | pa.ChunkedArray) -> pa.Array:
         _check_source(self, source)
-        return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        return single_array(values)
 
     @property
     def preserves_order(self) -> bool:

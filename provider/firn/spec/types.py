@@ -12,9 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from firn.errors import Unsupported, ValidationError
+from firn.spec.versions import (
+    MIN_FORMAT_VERSION_DATE_PROMOTION,
+    MIN_FORMAT_VERSION_GEO_TYPES,
+    MIN_FORMAT_VERSION_NANO_TIMESTAMPS,
+    MIN_FORMAT_VERSION_UNKNOWN_TYPE,
+    MIN_FORMAT_VERSION_VARIANT_TYPE,
+)
 
-# Spec: "Reserved Field IDs" — table columns must not use ids above Integer.MAX_VALUE - 200.
-MAX_TABLE_FIELD_ID = 2147483447
 # Spec: decimal precision must be 38 or less.
 MAX_DECIMAL_PRECISION = 38
 
@@ -107,12 +112,12 @@ class TimestamptzType(_Singleton):
 
 class TimestampNanoType(_Singleton):
     type_string = "timestamp_ns"
-    min_format_version = 3
+    min_format_version = MIN_FORMAT_VERSION_NANO_TIMESTAMPS
 
 
 class TimestamptzNanoType(_Singleton):
     type_string = "timestamptz_ns"
-    min_format_version = 3
+    min_format_version = MIN_FORMAT_VERSION_NANO_TIMESTAMPS
 
 
 class StringType(_Singleton):
@@ -131,14 +136,14 @@ class UnknownType(_Singleton):
     """v3 ``unknown``: always null, never stored in data files."""
 
     type_string = "unknown"
-    min_format_version = 3
+    min_format_version = MIN_FORMAT_VERSION_UNKNOWN_TYPE
 
 
 class VariantType(_Singleton):
     """v3 ``variant``: parsed so metadata round-trips; reading or writing values is unsupported."""
 
     type_string = "variant"
-    min_format_version = 3
+    min_format_version = MIN_FORMAT_VERSION_VARIANT_TYPE
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +177,7 @@ class GeometryType(PrimitiveType):
     """v3 ``geometry(C)``: parsed for metadata round-trips; values are unsupported."""
 
     crs: str = "OGC:CRS84"
-    min_format_version: ClassVar[int] = 3
+    min_format_version: ClassVar[int] = MIN_FORMAT_VERSION_GEO_TYPES
 
     def __str__(self) -> str:
         return "geometry" if self.crs == "OGC:CRS84" else f"geometry({self.crs})"
@@ -184,7 +189,7 @@ class GeographyType(PrimitiveType):
 
     crs: str = "OGC:CRS84"
     algorithm: str = "spherical"
-    min_format_version: ClassVar[int] = 3
+    min_format_version: ClassVar[int] = MIN_FORMAT_VERSION_GEO_TYPES
 
     def __str__(self) -> str:
         if self.crs == "OGC:CRS84" and self.algorithm == "spherical":
@@ -383,14 +388,14 @@ def can_promote(source: IcebergType, target: IcebergType, format_version: int) -
     if source == target:
         return True
     if isinstance(source, UnknownType):
-        return format_version >= 3
+        return format_version >= MIN_FORMAT_VERSION_UNKNOWN_TYPE
     if isinstance(source, IntegerType):
         return isinstance(target, LongType)
     if isinstance(source, FloatType):
         return isinstance(target, DoubleType)
     if isinstance(source, DecimalType) and isinstance(target, DecimalType):
         return target.scale == source.scale and target.precision > source.precision
-    if isinstance(source, DateType) and format_version >= 3:
+    if isinstance(source, DateType) and format_version >= MIN_FORMAT_VERSION_DATE_PROMOTION:
         return isinstance(target, TimestampType | TimestampNanoType)
     return False
 
@@ -403,7 +408,6 @@ __all__ = [
     "FLOAT",
     "INT",
     "LONG",
-    "MAX_TABLE_FIELD_ID",
     "STRING",
     "TIME",
     "TIMESTAMP",

@@ -249,7 +249,7 @@ def test_a_poll_reads_only_new_manifests(sqlite_catalog: SqlCatalog) -> None:
     clear_health_cache()
     first = t.health()
     stats = health_cache_stats()
-    assert (stats.misses, stats.files) == (5, 5)
+    assert (stats.misses, stats.values) == (5, 5)
     again = t.health()
     assert health_cache_stats().misses == 5 and again.data_files == first.data_files == 5
     t.append(rows([99]))

@@ -6,7 +6,6 @@ import pytest
 
 from firn.io.memory import InMemoryFileIO
 from firn.manifests import cache, read_manifest, read_manifest_list, write_manifest, write_manifest_list
-from firn.manifests.cache import LRUCache
 from firn.spec.content import ManifestFile
 from firn.spec.partitioning import PartitionSpec
 from firn.spec.schema import Schema
@@ -101,35 +100,6 @@ def test_written_manifest_list_is_cached(fio: InMemoryFileIO, committed: Manifes
     assert src.reads == 1
 
 
-def test_lru_eviction_and_resize() -> None:
-    c: LRUCache[int] = LRUCache(2)
-    c.put("a", 1)
-    c.put("b", 2)
-    assert c.get("a") == 1  # "b" is now least recently used
-    c.put("c", 3)
-    assert c.get("b") is None and c.get("a") == 1 and c.get("c") == 3
-    c.configure(max_entries=1)
-    assert len(c) == 1 and c.get("c") == 3
-    c.configure(max_entries=0)
-    c.put("d", 4)
-    assert c.get("d") is None and not c.enabled
-    with pytest.raises(ValueError):
-        LRUCache(-1)
-
-
-def test_bound_counts_entries_not_files() -> None:
-    c: LRUCache[str] = LRUCache(100)
-    c.put("big", "70 entries", weight=70)
-    c.put("small", "20 entries", weight=20)
-    assert c.stats().entries == 90 and c.stats().files == 2
-    c.put("another", "30 entries", weight=30)  # evicts "big", the least recently used
-    assert c.get("big") is None and c.get("small") is not None and c.stats().entries == 50
-    c.put("huge", "more than the bound", weight=101)  # never cached
-    assert c.get("huge") is None and c.stats().entries == 50
-    c.put("small", "replaced", weight=5)
-    assert c.get("small") == "replaced" and c.stats().entries == 35
-
-
 def test_manifest_cache_bound_applies_to_reads(fio: InMemoryFileIO, committed: ManifestFile) -> None:
     cache.configure_caches(manifest_entries=4)  # the fixture's manifest has 5 entries
     src = CountingInput(fio, "m.avro")
@@ -139,13 +109,4 @@ def test_manifest_cache_bound_applies_to_reads(fio: InMemoryFileIO, committed: M
     cache.configure_caches(manifest_entries=cache.DEFAULT_MANIFEST_CACHE_ENTRIES)
     read_manifest(src, committed)
     read_manifest(src, committed)
-    assert src.reads == 3 and cache.MANIFEST_CACHE.stats().entries == 5
-
-
-def test_invalidate_by_predicate() -> None:
-    c: LRUCache[int] = LRUCache(10)
-    for k in ("s3://a/1", "s3://a/2", "s3://b/1"):
-        c.put(k, 1)
-    c.invalidate(lambda k: str(k).startswith("s3://a/"))
-    assert c.get("s3://b/1") == 1 and c.get("s3://a/1") is None
-    assert c.stats().entries == 1
+    assert src.reads == 3 and cache.MANIFEST_CACHE.stats().weight == 5

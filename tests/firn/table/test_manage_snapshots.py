@@ -8,13 +8,10 @@ import time
 import pytest
 
 from firn.catalog.memory import InMemoryCatalog
-from firn.core.actions.manage_snapshots import (
-    PUBLISHED_WAP_ID,
-    SOURCE_SNAPSHOT_ID,
-    ManageSnapshotsResult,
-)
+from firn.core.actions.manage_snapshots import ManageSnapshotsResult
 from firn.errors import AlreadyExists, FirnError, NotFound, ValidationConflict, ValidationError
 from firn.spec.snapshots import MAIN_BRANCH, Operation, RefType, SnapshotRef
+from firn.spec.summary import PUBLISHED_WAP_ID, SOURCE_SNAPSHOT_ID
 from firn.table.table import Table
 from tests.firn.table.ref_factories import ids, make_table, rows
 

@@ -21,6 +21,7 @@ from firn.catalog.rest.http import RestSession, Route, session_settings
 from firn.errors import FirnError, Unsupported, ValidationError
 from firn.io.base import FileIO
 from firn.io.pyarrow_io import load_file_io
+from firn.util.lru import LRUCache
 
 # How many distinct table FileIO configurations to keep (vended credentials differ per table).
 _IO_CACHE_SIZE = 64
@@ -94,7 +95,8 @@ class RestCatalogBase:
             self._endpoints = p.DEFAULT_ENDPOINTS
         self._separator = unquote(merged.get(p.NAMESPACE_SEPARATOR) or p.DEFAULT_SEPARATOR)
         self._io = io if io is not None else load_file_io(merged)
-        self._io_cache: dict[tuple[tuple[str, str], ...], FileIO] = {}
+        # FileIOs by their merged properties (vended credentials differ per table).
+        self._io_cache: LRUCache[FileIO] = LRUCache(_IO_CACHE_SIZE)
         self._io_lock = threading.Lock()
 
     @staticmethod
@@ -226,12 +228,11 @@ class RestCatalogBase:
         if merged == self._properties:
             return self._io
         key = tuple(sorted(merged.items()))
-        with self._io_lock:
+        with self._io_lock:  # one FileIO per key, even when tables load in threads
             io = self._io_cache.get(key)
             if io is None:
-                if len(self._io_cache) >= _IO_CACHE_SIZE:
-                    self._io_cache.pop(next(iter(self._io_cache)))
-                io = self._io_cache[key] = load_file_io(merged)
+                io = load_file_io(merged)
+                self._io_cache.put(key, io)
             return io
 
 

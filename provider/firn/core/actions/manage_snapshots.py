@@ -36,12 +36,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from firn.core.actions.ref_operations import (
-    PUBLISHED_WAP_ID,
     REF_MAX_REF_AGE_MS,
     REF_MAX_SNAPSHOT_AGE_MS,
     REF_MIN_SNAPSHOTS_TO_KEEP,
-    SOURCE_SNAPSHOT_ID,
-    WAP_ID,
     CherryPick,
     CreateEmptyBranch,
     CreateRef,
@@ -351,4 +348,4 @@ class ManageSnapshots(PendingUpdate):
         return self._result(self._commit())
 
 
-__all__ = ["PUBLISHED_WAP_ID", "SOURCE_SNAPSHOT_ID", "WAP_ID", "ManageSnapshots", "ManageSnapshotsResult"]
+__all__ = ["ManageSnapshots", "ManageSnapshotsResult"]

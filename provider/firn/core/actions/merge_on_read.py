@@ -38,6 +38,7 @@ from firn.spec.content import DataFile, FileContent
 from firn.spec.properties import RowLevelMode, TableProperties
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.versions import MIN_FORMAT_VERSION_DELETION_VECTORS, MIN_FORMAT_VERSION_ROW_LEVEL_DELETES
+from firn.util.arrow_chunks import single_array
 
 if TYPE_CHECKING:
     from firn.core.actions.write import RowDeletePlan
@@ -66,7 +67,7 @@ def row_level_mode(properties: TableProperties, operation: str, format_version: 
 def matched_positions(rows: pa.Table) -> pa.Array:
     """The ``_pos`` values of the rows whose ``__match`` is true (a planner's partial file)."""
     positions = rows.column("_pos").filter(pc.fill_null(rows.column("__match"), False))
-    return positions.combine_chunks() if isinstance(positions, pa.ChunkedArray) else positions
+    return single_array(positions)
 
 
 def _previous_position_deletes(task: FileScanTask) -> list[DataFile]:
@@ -119,8 +120,8 @@ def write_position_deletes_for(
                 bitmap |= earlier
             for d in previous:
                 if referenced_data_file_of(d) == task.file.file_path:
-                    # Keyed by path and offset: several DVs may share one Puffin file.
-                    replaced[f"{d.file_path}#{d.content_offset}"] = d
+                    # Several DVs may share one Puffin file.
+                    replaced[d.file_key] = d
         dvs.append((task.file, bitmap))
     added = write_deletion_vectors(io, metadata, dvs)
     return added, list(replaced.values()), sorted({f.file_path for f in added})

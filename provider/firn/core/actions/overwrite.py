@@ -36,11 +36,6 @@ from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
 from firn.spec.table_metadata import TableMetadata
 
 
-def _file_key(f: DataFile) -> str:
-    # DVs sharing one Puffin file are distinct entries (spec "Deletion Vectors").
-    return f.file_path if f.content_offset is None else f"{f.file_path}#{f.content_offset}"
-
-
 class OverwriteFiles(SnapshotProducer):
     """Adds and removes data and delete files in one snapshot, validating concurrent commits."""
 
@@ -117,13 +112,13 @@ class OverwriteFiles(SnapshotProducer):
                 f"cannot validate: the branch no longer descends from snapshot {self.starting_snapshot_id} "
                 "(rolled back or replaced concurrently)"
             ) from None
-        removed_paths = {_file_key(f) for f in (*self.removed_data, *self.removed_deletes)}
+        removed_paths = {f.file_key for f in (*self.removed_data, *self.removed_deletes)}
         protected = {f.file_path: f for f in self.validate_deletes_for}
         dv_targets = {f.referenced_data_file for f in self.added_deletes if f.is_dv}
         matcher = self._matcher(base) if self.isolation_level is IsolationLevel.SERIALIZABLE else None
         for snap in concurrent:
             ch = snapshot_changes(ctx.io, base, snap)
-            gone = removed_paths & {_file_key(f) for f in (*ch.removed_data_files, *ch.removed_delete_files)}
+            gone = removed_paths & {f.file_key for f in (*ch.removed_data_files, *ch.removed_delete_files)}
             if gone:
                 raise ValidationConflict(
                     f"concurrent snapshot {snap.snapshot_id} ({ch.operation}) already removed "

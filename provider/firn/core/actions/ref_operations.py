@@ -18,18 +18,13 @@ from firn.core.updates import RemoveSnapshotRef, SetSnapshotRef, TableUpdate
 from firn.errors import AlreadyExists, NotFound, ValidationConflict, ValidationError
 from firn.spec.content import FileContent
 from firn.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot, SnapshotRef
+from firn.spec.summary import PUBLISHED_WAP_ID, SOURCE_SNAPSHOT_ID, WAP_ID
 from firn.spec.table_metadata import TableMetadata
 
 if TYPE_CHECKING:
     from firn.core.producer import SnapshotProducer
     from firn.core.tree_types import SnapshotChanges
     from firn.io.base import FileIO
-
-# Snapshot summary keys Iceberg Java sets on a cherry-picked / published snapshot
-# (``SnapshotSummary.SOURCE_SNAPSHOT_ID_PROP``, ``PUBLISHED_WAP_ID_PROP``, ``STAGED_WAP_ID_PROP``).
-SOURCE_SNAPSHOT_ID = "source-snapshot-id"
-PUBLISHED_WAP_ID = "published-wap-id"
-WAP_ID = "wap.id"
 
 
 # -- small helpers ------------------------------------------------------------------------------
@@ -478,12 +473,9 @@ def _fork_point(md: TableMetadata, source: Snapshot) -> int | None:
 
 
 __all__ = [
-    "PUBLISHED_WAP_ID",
     "REF_MAX_REF_AGE_MS",
     "REF_MAX_SNAPSHOT_AGE_MS",
     "REF_MIN_SNAPSHOTS_TO_KEEP",
-    "SOURCE_SNAPSHOT_ID",
-    "WAP_ID",
     "CherryPick",
     "CreateEmptyBranch",
     "CreateRef",

@@ -77,10 +77,6 @@ def _check_delete_file(f: DataFile, version: int) -> None:
         raise ValidationError(f"equality delete file {f.file_path} has no equality_ids")
 
 
-def _dv_key(f: DataFile) -> tuple[str, int | None]:
-    return (f.file_path, f.content_offset)
-
-
 class RowDelta(PendingUpdate):
     """Builder for one commit that adds data files and row-level deletes.
 
@@ -249,13 +245,13 @@ class RowDelta(PendingUpdate):
             table.io.delete_many(written)
             raise
 
-        removed_deletes = {_dv_key(f): f for f in [*self._removed_deletes, *replaced]}
+        removed_deletes = {f.file_key: f for f in [*self._removed_deletes, *replaced]}
         removed_paths = {f.file_path for f in self._removed_data}
         for f in self._removed_data:
             for d in tasks[f.file_path].delete_files:
                 # Spec "Delete Formats": removing a data file removes its DVs (and file-scoped deletes).
                 if referenced_data_file_of(d) == f.file_path:
-                    removed_deletes.setdefault(_dv_key(d), d)
+                    removed_deletes.setdefault(d.file_key, d)
         referenced = {p for d in added_deletes if (p := referenced_data_file_of(d)) is not None}
         missing = sorted(referenced - set(tasks))
         if missing:

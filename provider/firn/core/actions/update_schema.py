@@ -38,6 +38,7 @@ from firn.spec.types import (
     StructType,
     can_promote,
 )
+from firn.spec.versions import MIN_FORMAT_VERSION_DATE_PROMOTION, MIN_FORMAT_VERSION_DEFAULT_VALUES
 
 ROOT = -1  # parent id of top-level columns
 
@@ -152,7 +153,7 @@ class UpdateSchema(PendingUpdate):
             raise ValidationError(
                 f"cannot add required column {full!r} without a default: existing rows have no value"
             )
-        if default is not None and self._format_version < 3:
+        if default is not None and self._format_version < MIN_FORMAT_VERSION_DEFAULT_VALUES:
             raise ValidationError("column default values need format version 3")
         from firn.spec import values
 
@@ -210,7 +211,11 @@ class UpdateSchema(PendingUpdate):
                 raise ValidationError(
                     f"cannot change column {name!r} from {cur.field_type} to {field_type}: not a valid type "
                     "promotion (allowed: int→long, float→double, decimal precision widening"
-                    + (", date→timestamp, unknown→any" if self._format_version >= 3 else "")
+                    + (
+                        ", date→timestamp, unknown→any"
+                        if self._format_version >= MIN_FORMAT_VERSION_DATE_PROMOTION
+                        else ""
+                    )
                     + ")"
                 )
             self._check_partition_source_promotion(f, field_type)

@@ -22,12 +22,13 @@ from firn.errors import ValidationConflict, ValidationError
 from firn.spec.partitioning import (
     PartitionField,
     PartitionSpec,
-    _default_name,
+    default_partition_field_name,
     parse_known_transform,
     validate_spec,
 )
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.transforms import Transform, parse_transform
+from firn.spec.versions import MIN_FORMAT_VERSION_TRACKED_PARTITION_FIELD_IDS
 
 
 class UpdateSpec(PendingUpdate):
@@ -65,7 +66,9 @@ class UpdateSpec(PendingUpdate):
         if field_id is None or any(f.field_id == field_id for f in self._fields):
             self._last_partition_id += 1
             field_id = self._last_partition_id
-        new_name = name or _default_name(t, schema.find_column_name(src.field_id) or source_column)
+        new_name = name or default_partition_field_name(
+            t, schema.find_column_name(src.field_id) or source_column
+        )
         if any(f.name == new_name for f in self._fields):
             raise ValidationError(f"partition field name {new_name!r} is already used")
         self._fields.append(PartitionField(src.field_id, field_id, t, new_name))
@@ -77,7 +80,7 @@ class UpdateSpec(PendingUpdate):
         if idx is None:
             raise ValidationError(f"no partition field {name!r}; fields are {[f.name for f in self._fields]}")
         f = self._fields[idx]
-        if self._base.format_version == 1:
+        if self._base.format_version < MIN_FORMAT_VERSION_TRACKED_PARTITION_FIELD_IDS:
             # v1 readers rely on positions: replace with void instead of dropping (spec).
             self._fields[idx] = PartitionField(f.source_id, f.field_id, parse_transform("void"), f.name)
         else:

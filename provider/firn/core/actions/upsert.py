@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from firn.core.actions.merge_on_read import merge_on_read_deletes, row_level_mode
 from firn.core.actions.overwrite import OverwriteFiles
-from firn.core.actions.write import RowDeletePlan, _copy_on_write, _file_scoped_deletes
+from firn.core.actions.write import RowDeletePlan, copy_on_write, file_scoped_deletes
 from firn.core.planning import FileScanTask
 from firn.core.reader import ReadPlan, read_task
 from firn.core.scan import DataScan
@@ -43,6 +43,7 @@ from firn.spec.content import DataFile
 from firn.spec.properties import RowLevelMode
 from firn.spec.snapshots import MAIN_BRANCH
 from firn.spec.types import PrimitiveType
+from firn.util.arrow_chunks import bool_np
 
 if TYPE_CHECKING:
     from firn.core.handle import TableHandle
@@ -132,7 +133,7 @@ def _same(a: pa.Array, b: pa.Array) -> np.ndarray:
             same = pc.or_(eq, pc.and_(pc.is_null(a), pc.is_null(b)))
             if pa.types.is_floating(a.type):
                 same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False))
-            return np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
+            return bool_np(same)
     # Lists, maps, structs: compared as Python values (one comparison per matched row).
     return np.array([x == y for x, y in zip(a.to_pylist(), b.to_pylist())], dtype=bool)
 
@@ -199,12 +200,120 @@ def _read_candidates(
     return snap.snapshot_id, out
 
 
-def _with_lineage(rows: pa.Table, row_ids: pa.Array) -> pa.Table:
+def _with_row_ids(rows: pa.Table, row_ids: pa.Array) -> pa.Table:
     """Spec "Row Lineage": updated rows keep their ``_row_id``; a null sequence number makes
     them inherit the commit's (they were modified); inserted rows have null ids."""
     return rows.append_column("_row_id", row_ids).append_column(
         "_last_updated_sequence_number", pa.nulls(rows.num_rows, pa.int64())
     )
+
+
+def _join_columns(table: TableHandle, join_cols: Sequence[str] | None, case_sensitive: bool) -> list[str]:
+    """The join columns' schema names: top-level primitive columns, each once (default: the
+    schema's identifier fields)."""
+    schema = table.metadata.schema()
+    if join_cols is None:
+        join_cols = schema.identifier_field_names
+        if not join_cols:
+            raise ValidationError(
+                f"upsert needs join_cols: table {table.name} has no identifier fields to default to"
+            )
+    if not join_cols:
+        raise ValidationError("upsert needs at least one join column")
+    names: list[str] = []
+    for name in join_cols:
+        f = schema.find_field(name, case_sensitive=case_sensitive)
+        if schema.parent_id(f.field_id) is not None or not isinstance(f.field_type, PrimitiveType):
+            raise ValidationError(f"join column {name!r} must be a top-level primitive column")
+        if f.name in names:
+            raise ValidationError(f"join column {name!r} was given twice")
+        names.append(f.name)
+    return names
+
+
+def _matched_rows(
+    candidates: Sequence[_Candidate],
+    source: pa.Table,
+    value_columns: Sequence[str],
+    *,
+    update: bool,
+    insert: bool,
+    skip_unchanged_rows: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Source rows to write as updates (they replace the rows they match) and as inserts."""
+    matched = (
+        np.unique(np.concatenate([c.src_idx for c in candidates])) if candidates else np.zeros(0, np.int64)
+    )
+    if not update:
+        updated = np.zeros(0, dtype=np.int64)
+    elif skip_unchanged_rows:
+        updated = _changed_sources(candidates, source, value_columns)
+    else:
+        updated = matched
+    inserted = (
+        np.setdiff1d(np.arange(source.num_rows, dtype=np.int64), matched)
+        if insert
+        else np.zeros(0, dtype=np.int64)
+    )
+    return updated, inserted
+
+
+def _delete_plan(
+    candidates: Sequence[_Candidate], updated: np.ndarray, starting_snapshot_id: int | None, lineage: bool
+) -> tuple[RowDeletePlan, pa.Array | None]:
+    """Existing rows to delete (every row matching an updated source row) and, with row
+    lineage, the ``_row_id`` each updated source row keeps (the first row it matches)."""
+    plan = RowDeletePlan(starting_snapshot_id)
+    id_src: list[np.ndarray] = []
+    id_values: list[pa.Array] = []
+    for c in candidates:
+        hit = np.isin(c.src_idx, updated)
+        if not hit.any():
+            continue
+        mask = np.zeros(c.rows.num_rows, dtype=np.bool_)
+        mask[c.row_idx[hit]] = True
+        if lineage:
+            id_src.append(c.src_idx[hit])
+            id_values.append(c.rows.column("_row_id").take(pa.array(c.row_idx[hit])).combine_chunks())
+        if mask.all():
+            plan.removed_data.append(c.task.file)
+            plan.removed_deletes.extend(file_scoped_deletes(c.task))
+        else:
+            plan.partial.append((c.task, c.rows.append_column("__match", pa.array(mask))))
+    if not lineage:
+        return plan, None
+    row_ids = pa.nulls(len(updated), pa.int64())
+    if id_src:
+        srcs = np.concatenate(id_src)
+        ids = pa.concat_arrays(id_values)
+        # A source row matching several existing rows keeps the first one's id.
+        unique_srcs, first = np.unique(srcs, return_index=True)
+        row_ids = ids.take(pa.array(first[np.searchsorted(unique_srcs, updated)]))
+    return plan, row_ids
+
+
+def _write_files(
+    table: TableHandle, plan: RowDeletePlan, to_write: pa.Table, *, mor: bool, lineage: bool
+) -> tuple[list[DataFile], list[DataFile], list[DataFile], list[DataFile], list[str]]:
+    """Write the deletes (merge-on-read) or rewritten files (copy-on-write), then the new rows;
+    on failure everything written is deleted. Returns (added deletes, replaced deletes,
+    rewritten data files, new data files, every written path)."""
+    added_deletes: list[DataFile] = []
+    replaced: list[DataFile] = []
+    written: list[str] = []
+    rewritten: list[DataFile] = []
+    try:
+        if mor:
+            added_deletes, replaced, written = merge_on_read_deletes(table, plan)
+        else:
+            rewritten = copy_on_write(table, plan)
+            written = [f.file_path for f in rewritten]
+        new_files = write_data_files(table.io, table.metadata, to_write, lineage=lineage)
+        written += [f.file_path for f in new_files]
+    except BaseException:
+        table.io.delete_many([*written, *(f.file_path for f in rewritten)])
+        raise
+    return added_deletes, replaced, rewritten, new_files, written
 
 
 def upsert_action(
@@ -224,22 +333,7 @@ def upsert_action(
         raise ValidationError(f"upsert takes a pyarrow Table, got {type(data).__name__}")
     md = table.metadata
     schema = md.schema()
-    if join_cols is None:
-        join_cols = schema.identifier_field_names
-        if not join_cols:
-            raise ValidationError(
-                f"upsert needs join_cols: table {table.name} has no identifier fields to default to"
-            )
-    if not join_cols:
-        raise ValidationError("upsert needs at least one join column")
-    names: list[str] = []
-    for name in join_cols:
-        f = schema.find_field(name, case_sensitive=case_sensitive)
-        if schema.parent_id(f.field_id) is not None or not isinstance(f.field_type, PrimitiveType):
-            raise ValidationError(f"join column {name!r} must be a top-level primitive column")
-        if f.name in names:
-            raise ValidationError(f"join column {name!r} was given twice")
-        names.append(f.name)
+    names = _join_columns(table, join_cols, case_sensitive)
     source = cast_to_schema(data, schema)
     if source.num_rows == 0:
         return None, UpsertResult(0, 0)
@@ -253,76 +347,30 @@ def upsert_action(
     _check_duplicates(source_keys, names)
     expr = _pruning_filter(source, names, valid)
     starting_snapshot_id, candidates = _read_candidates(table, expr, branch, source_keys, names)
-
-    matched = (
-        np.unique(np.concatenate([c.src_idx for c in candidates])) if candidates else np.zeros(0, np.int64)
-    )
-    if not when_matched_update_all:
-        updated = np.zeros(0, dtype=np.int64)
-    elif skip_unchanged_rows:
-        updated = _changed_sources(candidates, source, [f.name for f in schema.fields if f.name not in names])
-    else:
-        updated = matched
-    inserted = (
-        np.setdiff1d(np.arange(source.num_rows, dtype=np.int64), matched)
-        if when_not_matched_insert_all
-        else np.zeros(0, dtype=np.int64)
+    updated, inserted = _matched_rows(
+        candidates,
+        source,
+        [f.name for f in schema.fields if f.name not in names],
+        update=when_matched_update_all,
+        insert=when_not_matched_insert_all,
+        skip_unchanged_rows=skip_unchanged_rows,
     )
     result = UpsertResult(len(updated), len(inserted))
     if not len(updated) and not len(inserted):
         return None, result
 
-    # Existing rows to delete: every row matching an updated source row.
-    plan = RowDeletePlan(starting_snapshot_id)
     lineage = md.tracks_row_lineage
-    id_src: list[np.ndarray] = []
-    id_values: list[pa.Array] = []
-    for c in candidates:
-        hit = np.isin(c.src_idx, updated)
-        if not hit.any():
-            continue
-        mask = np.zeros(c.rows.num_rows, dtype=np.bool_)
-        mask[c.row_idx[hit]] = True
-        if lineage:
-            id_src.append(c.src_idx[hit])
-            id_values.append(c.rows.column("_row_id").take(pa.array(c.row_idx[hit])).combine_chunks())
-        if mask.all():
-            plan.removed_data.append(c.task.file)
-            plan.removed_deletes.extend(_file_scoped_deletes(c.task))
-        else:
-            plan.partial.append((c.task, c.rows.append_column("__match", pa.array(mask))))
-
+    plan, row_ids = _delete_plan(candidates, updated, starting_snapshot_id, lineage)
     new_rows = [source.take(pa.array(updated)), source.take(pa.array(inserted))]
-    if lineage:
-        row_ids = pa.nulls(len(updated), pa.int64())
-        if id_src:
-            srcs = np.concatenate(id_src)
-            ids = pa.concat_arrays(id_values)
-            # A source row matching several existing rows keeps the first one's id.
-            unique_srcs, first = np.unique(srcs, return_index=True)
-            row_ids = ids.take(pa.array(first[np.searchsorted(unique_srcs, updated)]))
+    if row_ids is not None:
         new_rows = [
-            _with_lineage(new_rows[0], row_ids),
-            _with_lineage(new_rows[1], pa.nulls(len(inserted), pa.int64())),
+            _with_row_ids(new_rows[0], row_ids),
+            _with_row_ids(new_rows[1], pa.nulls(len(inserted), pa.int64())),
         ]
-    to_write = pa.concat_tables(new_rows)
-
     mor = row_level_mode(md.table_properties, "merge", md.format_version) is RowLevelMode.MERGE_ON_READ
-    added_deletes: list[DataFile] = []
-    replaced: list[DataFile] = []
-    written: list[str] = []
-    rewritten: list[DataFile] = []
-    try:
-        if mor:
-            added_deletes, replaced, written = merge_on_read_deletes(table, plan)
-        else:
-            rewritten = _copy_on_write(table, plan)
-            written = [f.file_path for f in rewritten]
-        new_files = write_data_files(table.io, md, to_write, lineage=lineage)
-        written += [f.file_path for f in new_files]
-    except BaseException:
-        table.io.delete_many([*written, *(f.file_path for f in rewritten)])
-        raise
+    added_deletes, replaced, rewritten, new_files, written = _write_files(
+        table, plan, pa.concat_tables(new_rows), mor=mor, lineage=lineage
+    )
     partial_files = [t.file for t, _ in plan.partial]
     action = OverwriteFiles(
         starting_snapshot_id=starting_snapshot_id,

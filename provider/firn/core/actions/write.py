@@ -212,7 +212,7 @@ def _strict_partition(table: TableHandle, expr: BooleanExpression) -> dict[int, 
     return out
 
 
-def _file_scoped_deletes(task: FileScanTask) -> list[DataFile]:
+def file_scoped_deletes(task: FileScanTask) -> list[DataFile]:
     """Delete files that only refer to this task's data file (removed along with it): DVs and
     position delete files whose ``referenced_data_file`` or ``file_path`` bounds name it."""
     from firn.deletes.writers import referenced_data_file_of
@@ -251,7 +251,7 @@ def match_rows(table: TableHandle, expr: BooleanExpression, branch: str) -> RowD
             or strict_metrics.eval(f)
         ):
             plan.removed_data.append(f)
-            plan.removed_deletes.extend(_file_scoped_deletes(task))
+            plan.removed_deletes.extend(file_scoped_deletes(task))
             continue
         # Read live rows without the residual: we need the exact matching set.
         full = FileScanTask(f, task.data_sequence_number, task.delete_files, None, task.origin)
@@ -265,13 +265,13 @@ def match_rows(table: TableHandle, expr: BooleanExpression, branch: str) -> RowD
             continue
         if matched == rows.num_rows:
             plan.removed_data.append(f)
-            plan.removed_deletes.extend(_file_scoped_deletes(task))
+            plan.removed_deletes.extend(file_scoped_deletes(task))
             continue
         plan.partial.append((task, rows.append_column("__match", mask)))
     return plan
 
 
-def _copy_on_write(table: TableHandle, plan: RowDeletePlan) -> list[DataFile]:
+def copy_on_write(table: TableHandle, plan: RowDeletePlan) -> list[DataFile]:
     """Rewrite partially matching files with their surviving rows (same spec and partition).
 
     Spec "Row Lineage": moved rows keep their non-null ``_row_id`` and, being unmodified, their
@@ -285,7 +285,7 @@ def _copy_on_write(table: TableHandle, plan: RowDeletePlan) -> list[DataFile]:
             keep = names + [n for n in LINEAGE_FIELDS if n in rows.column_names]
             survivors = rows.filter(pc.invert(rows.column("__match"))).select(keep)
             plan.removed_data.append(task.file)
-            plan.removed_deletes.extend(_file_scoped_deletes(task))
+            plan.removed_deletes.extend(file_scoped_deletes(task))
             if survivors.num_rows:
                 spec = table.metadata.spec_by_id(task.file.spec_id)
                 added.extend(
@@ -333,7 +333,7 @@ def delete_action(
             written_files=written,
             required_data_files=[t.file.file_path for t, _ in plan.partial],
         )
-    added = _copy_on_write(table, plan)
+    added = copy_on_write(table, plan)
     return OverwriteFiles(
         starting_snapshot_id=plan.starting_snapshot_id,
         added_data=added,
@@ -401,7 +401,7 @@ def _overwrite(
     expr = to_expression(filter)
     md = table.metadata
     plan = match_rows(table, expr, branch)
-    rewritten = _copy_on_write(table, plan)
+    rewritten = copy_on_write(table, plan)
     added_new: list[DataFile] = []
     try:
         added_new = new_files()
@@ -428,7 +428,9 @@ __all__ = [
     "RowDeletePlan",
     "add_files_action",
     "append_action",
+    "copy_on_write",
     "delete_action",
+    "file_scoped_deletes",
     "match_rows",
     "overwrite_action",
     "overwrite_files_action",

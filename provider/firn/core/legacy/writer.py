@@ -20,6 +20,7 @@ from firn.core.tree_types import PendingFiles, TreeResult
 from firn.errors import ValidationConflict
 from firn.manifests.manifest import read_manifest, write_manifest
 from firn.manifests.manifest_list import write_manifest_list
+from firn.spec import summary as S
 from firn.spec import values
 from firn.spec.content import (
     DataFile,
@@ -66,13 +67,6 @@ def _summary_may_contain(
         except TypeError:
             return True
     return True
-
-
-def _entry_key(f: DataFile) -> str:
-    """Identity of a tracked file for removal: its path, plus the blob offset for a DV, since
-    one Puffin file may hold the DVs of many data files (spec "Deletion Vectors"; Java's
-    ``DeleteFileSet``). Removing one DV must leave the others in that file live."""
-    return f.file_path if f.content_offset is None else f"{f.file_path}#{f.content_offset}"
 
 
 def _ptype(base: TableMetadata, spec_id: int) -> StructType | None:
@@ -171,7 +165,7 @@ class LegacyTreeWriter:
             if not candidates:
                 out.append(m)
                 continue
-            wanted = frozenset(_entry_key(f) for f in candidates)
+            wanted = frozenset(f.file_key for f in candidates)
             cached = self._filtered.get((m.manifest_path, wanted))
             if cached is not None:
                 new_m, hits = cached
@@ -184,17 +178,15 @@ class LegacyTreeWriter:
             entries = read_manifest(
                 ctx.io.new_input(m.manifest_path), m, partition_type=_ptype(base, m.partition_spec_id)
             )
-            hit_paths = frozenset(
-                _entry_key(e.data_file) for e in entries if _entry_key(e.data_file) in wanted
-            )
+            hit_paths = frozenset(e.data_file.file_key for e in entries if e.data_file.file_key in wanted)
             if not hit_paths:
                 self._filtered[(m.manifest_path, wanted)] = (m, hit_paths)
                 out.append(m)
                 continue
             rewritten = [
                 ManifestEntry(
-                    EntryStatus.DELETED if _entry_key(e.data_file) in hit_paths else EntryStatus.EXISTING,
-                    self.producer.snapshot_id if _entry_key(e.data_file) in hit_paths else e.snapshot_id,
+                    EntryStatus.DELETED if e.data_file.file_key in hit_paths else EntryStatus.EXISTING,
+                    self.producer.snapshot_id if e.data_file.file_key in hit_paths else e.snapshot_id,
                     e.sequence_number,
                     e.file_sequence_number,
                     e.data_file,
@@ -298,8 +290,8 @@ class LegacyTreeWriter:
 
         existing_data = [m for m in parent_manifests if m.content is ManifestContent.DATA]
         existing_deletes = [m for m in parent_manifests if m.content is ManifestContent.DELETES]
-        removed_data = {_entry_key(f): f for f in changes.removed_data}
-        removed_deletes = {_entry_key(f): f for f in changes.removed_deletes}
+        removed_data = {f.file_key: f for f in changes.removed_data}
+        removed_deletes = {f.file_key: f for f in changes.removed_deletes}
         data_kept, found_data, replaced_data = self._filter(base, ctx, existing_data, removed_data)
         delete_kept, found_deletes, replaced_deletes = self._filter(
             base, ctx, existing_deletes, removed_deletes
@@ -339,9 +331,9 @@ class LegacyTreeWriter:
             [m for m in manifests if m.manifest_path in self._in_use and m.manifest_path != list_location]
         )
         extra = {
-            "manifests-created": str(created),
-            "manifests-kept": str(len(manifests) - created),
-            "manifests-replaced": str(replaced_data + replaced_deletes + merged_data + merged_deletes),
+            S.MANIFESTS_CREATED: str(created),
+            S.MANIFESTS_KEPT: str(len(manifests) - created),
+            S.MANIFESTS_REPLACED: str(replaced_data + replaced_deletes + merged_data + merged_deletes),
         }
         return TreeResult(manifest_list=list_location, added_rows=added_rows, summary_extra=extra)
 

@@ -29,14 +29,7 @@ from firn.spec.content import (
     ManifestStats,
 )
 from firn.spec.table_metadata import TableMetadata
-
-
-def _arr(x: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(x, pa.ChunkedArray):
-        if x.num_chunks == 1:
-            return x.chunk(0)
-        return x.combine_chunks() if x.num_chunks else pa.array([], x.type)
-    return x
+from firn.util.arrow_chunks import single_array
 
 
 def set_version_info(
@@ -49,7 +42,7 @@ def set_version_info(
     """Set status and/or snapshot id on the rows selected by ``mask``."""
     if table.num_rows == 0 or not mask.any():
         return table
-    vi = _arr(table.column("version_info"))
+    vi = single_array(table.column("version_info"))
     m = pa.array(mask)
     children = [vi.field(i) for i in range(vi.type.num_fields)]
     if status is not None:
@@ -134,7 +127,7 @@ def manifest_entry_for_leaf(
 ) -> ManifestEntry:
     """The root entry for a leaf: manifest stats, aggregated column stats, explicit versions."""
     vi = leaf.column("version_info")
-    st = _arr(pc.struct_field(vi, "status")).to_numpy(zero_copy_only=False)
+    st = single_array(pc.struct_field(vi, "status")).to_numpy(zero_copy_only=False)
     rows = leaf.column("record_count").to_numpy()
     is_data = kind == "data"
     seqs = pc.struct_field(vi, "sequence_number")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyroaring import BitMap
 
 from firn.core.commit import CommitContext
 from firn.core.v4.entries import set_version_info, write_leaf
@@ -38,6 +39,7 @@ from firn.io.base import FileIO
 from firn.manifests.v4_io import ManifestKind
 from firn.spec.content import EntryStatus, FileContent
 from firn.spec.table_metadata import TableMetadata
+from firn.util.arrow_chunks import bool_np
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,63 @@ def _existing(table: pa.Table) -> pa.Table:
     return set_version_info(table, np.ones(table.num_rows, dtype=bool), status=EntryStatus.EXISTING)
 
 
+def _surviving(leaf: pa.Table, bitmap: BitMap | None) -> pa.Table:
+    """A leaf's live entries that its manifest DV (if any) does not remove, as EXISTING."""
+    keep = mdv_keep_mask(bitmap, leaf.num_rows) & bool_np(live_mask(leaf))
+    return _existing(leaf.filter(pa.array(keep)))
+
+
+@dataclass
+class _LeafWriter:
+    """Writes the EXISTING leaves of one flush or compaction (seed 004: no net change) and
+    collects their root entries and the stats."""
+
+    io: FileIO
+    md: TableMetadata
+    ctx: CommitContext
+    snapshot_id: int
+    sequence_number: int
+    stats: FlushStats
+    root_rows: list[pa.Table] = field(default_factory=list)
+
+    def write(self, leaf: pa.Table, kind: ManifestKind, referenced: str | None = None) -> str:
+        location, row = write_leaf(
+            self.io,
+            self.md,
+            leaf,
+            kind,
+            status=EntryStatus.EXISTING,
+            snapshot_id=self.snapshot_id,
+            sequence_number=self.sequence_number,
+            written=self.ctx.written,
+            referenced_file=referenced,
+        )
+        self.stats.leaves.append(location)
+        self.stats.bytes_written += int(row.column("file_size_in_bytes")[0].as_py() or 0)
+        self.root_rows.append(row)
+        return location
+
+    def write_chunked(
+        self, rows: pa.Table, kind: ManifestKind, referenced: str | None = None
+    ) -> list[tuple[str, pa.Table]]:
+        """``rows`` as leaves of up to ``commit.leaf.target-entries``: (location, entries) each."""
+        target = self.md.table_properties.leaf_target_entries
+        return [(self.write(chunk, kind, referenced), chunk) for chunk in _chunks(rows, target)]
+
+
+def _follow_renamed(rows: pa.Table, renamed: dict[str, str | None]) -> pa.Table:
+    """Delete manifests affiliated with a rewritten data manifest follow it (``renamed``: old
+    leaf -> new leaf, None when the old leaf is gone or split)."""
+    if not renamed:
+        return rows
+    values = rows.column("referenced_file").to_pylist()
+    dm = pc.equal(rows.column("content_type"), int(FileContent.DELETE_MANIFEST)).to_pylist()
+    fixed = [renamed.get(v, v) if d and v in renamed else v for v, d in zip(values, dm)]
+    return rows.set_column(
+        rows.schema.get_field_index("referenced_file"), "referenced_file", pa.array(fixed, pa.string())
+    )
+
+
 def flush_root_table(
     io: FileIO,
     md: TableMetadata,
@@ -129,104 +188,83 @@ def flush_root_table(
         decision = flush_decision(root_counts(root), md, force=force)
     if not decision.any:
         return root, stats
-    target = md.table_properties.leaf_target_entries
+    out = _LeafWriter(io, md, ctx, snapshot_id, sequence_number, stats)
     ct = root.column("content_type").to_numpy()
-    live = np.asarray(live_mask(root).to_numpy(zero_copy_only=False), dtype=bool)
+    live = bool_np(live_mask(root))
     drop = np.zeros(root.num_rows, dtype=bool)
-    new_rows: list[pa.Table] = []
     moved_leaf_of: dict[str, str] = {}  # data file path -> new leaf location
     renamed: dict[str, str | None] = {}  # old leaf -> rewritten leaf (None: gone)
-
-    def emit(leaf: pa.Table, kind: ManifestKind, referenced: str | None = None) -> str:
-        location, row = write_leaf(
-            io,
-            md,
-            leaf,
-            kind,
-            status=EntryStatus.EXISTING,
-            snapshot_id=snapshot_id,
-            sequence_number=sequence_number,
-            written=ctx.written,
-            referenced_file=referenced,
-        )
-        stats.leaves.append(location)
-        stats.bytes_written += int(row.column("file_size_in_bytes")[0].as_py() or 0)
-        new_rows.append(row)
-        return location
-
-    # 1. Fold manifest DVs into rewritten leaves.
     if decision.fold_manifest_dvs:
-        mdvs = live_mdvs(io, root)
-        refs = {r.location: r for r in manifest_refs(root)}
-        for leaf_loc, (mdv_row, bitmap) in mdvs.items():
-            ref = refs.get(leaf_loc)
-            drop[mdv_row] = True
-            stats.manifest_dvs_folded += 1
-            if ref is None:
-                continue  # a manifest DV for a leaf no longer in the root is dangling
-            leaf = read_leaf(io, md, ref)
-            keep = mdv_keep_mask(bitmap, leaf.num_rows) & np.asarray(
-                live_mask(leaf).to_numpy(zero_copy_only=False), dtype=bool
-            )
-            drop[ref.row] = True
-            kept = _existing(leaf.filter(pa.array(keep)))
-            if kept.num_rows == 0:
-                renamed[leaf_loc] = None
-                continue
-            kind: ManifestKind = "data" if ref.content is FileContent.DATA_MANIFEST else "delete"
-            stats.entries_rewritten += kept.num_rows
-            locs = [emit(chunk, kind, ref.referenced_file) for chunk in _chunks(kept, target)]
-            renamed[leaf_loc] = locs[0]
-            if kind == "data":
-                for loc, chunk in zip(locs, _chunks(kept, target)):
-                    for path in chunk.column("location").to_pylist():
-                        moved_leaf_of[path] = loc
-
-    # 2. Root data files into data manifests.
+        _fold_manifest_dvs(out, root, drop, renamed, moved_leaf_of)
     if decision.move_data:
         sel = live & (ct == int(FileContent.DATA))
-        rows = _existing(root.filter(pa.array(sel)))
         drop |= sel
+        rows = _existing(root.filter(pa.array(sel)))
         stats.data_files_moved += rows.num_rows
-        for chunk in _chunks(rows, target):
-            loc = emit(chunk, "data")
-            for path in chunk.column("location").to_pylist():
-                moved_leaf_of[path] = loc
-
-    # 3. Root DVs and equality deletes into delete manifests (DVs affiliated where known).
+        for loc, chunk in out.write_chunked(rows, "data"):
+            moved_leaf_of.update(dict.fromkeys(chunk.column("location").to_pylist(), loc))
     if decision.move_deletes:
         sel = live & np.isin(ct, [int(FileContent.POSITION_DELETES), int(FileContent.EQUALITY_DELETES)])
-        rows = _existing(root.filter(pa.array(sel)))
         drop |= sel
-        stats.delete_files_moved += rows.num_rows
-        leaf_of = dict(moved_leaf_of)
-        if affiliate:
-            leaf_of.update(_data_leaf_index(io, md, root, drop, rows))
-        groups: dict[str | None, list[int]] = {}
-        refs_col = rows.column("referenced_file").to_pylist()
-        cts = rows.column("content_type").to_pylist()
-        for i, (ref_file, c) in enumerate(zip(refs_col, cts)):
-            key = leaf_of.get(ref_file) if c == int(FileContent.POSITION_DELETES) and ref_file else None
-            groups.setdefault(key, []).append(i)
-        for key, idx in groups.items():
-            for chunk in _chunks(rows.take(pa.array(idx)), target):
-                emit(chunk, "delete", key)
+        _move_deletes(out, root, sel, drop, moved_leaf_of, affiliate)
+    rest = _follow_renamed(root.filter(pa.array(~drop)), renamed)
+    return pa.concat_tables([rest, *out.root_rows]), stats
 
-    keep_rows = root.filter(pa.array(~drop))
-    if renamed:
-        # Delete manifests affiliated with a rewritten data manifest follow it.
-        ref_col = keep_rows.column("referenced_file")
-        is_dm = pc.equal(keep_rows.column("content_type"), int(FileContent.DELETE_MANIFEST))
-        values = ref_col.to_pylist()
-        dm = is_dm.to_pylist()
-        fixed = [renamed.get(v, v) if d and v in renamed else v for v, d in zip(values, dm)]
-        keep_rows = keep_rows.set_column(
-            keep_rows.schema.get_field_index("referenced_file"),
-            "referenced_file",
-            pa.array(fixed, pa.string()),
-        )
-    parts = [keep_rows, *new_rows]
-    return pa.concat_tables(parts), stats
+
+def _fold_manifest_dvs(
+    out: _LeafWriter,
+    root: pa.Table,
+    drop: np.ndarray,
+    renamed: dict[str, str | None],
+    moved_leaf_of: dict[str, str],
+) -> None:
+    """Rewrite every leaf that has a live manifest DV without the entries it removes; the
+    manifest DV and the old leaf leave the root (a leaf with nothing left just disappears)."""
+    stats = out.stats
+    refs = {r.location: r for r in manifest_refs(root)}
+    for leaf_loc, (mdv_row, bitmap) in live_mdvs(out.io, root).items():
+        ref = refs.get(leaf_loc)
+        drop[mdv_row] = True
+        stats.manifest_dvs_folded += 1
+        if ref is None:
+            continue  # a manifest DV for a leaf no longer in the root is dangling
+        drop[ref.row] = True
+        kept = _surviving(read_leaf(out.io, out.md, ref), bitmap)
+        if kept.num_rows == 0:
+            renamed[leaf_loc] = None
+            continue
+        kind: ManifestKind = "data" if ref.content is FileContent.DATA_MANIFEST else "delete"
+        stats.entries_rewritten += kept.num_rows
+        written = out.write_chunked(kept, kind, ref.referenced_file)
+        renamed[leaf_loc] = written[0][0]
+        if kind == "data":
+            for loc, chunk in written:
+                moved_leaf_of.update(dict.fromkeys(chunk.column("location").to_pylist(), loc))
+
+
+def _move_deletes(
+    out: _LeafWriter,
+    root: pa.Table,
+    sel: np.ndarray,
+    drop: np.ndarray,
+    moved_leaf_of: dict[str, str],
+    affiliate: bool,
+) -> None:
+    """Root DVs and equality deletes (``sel``) into delete manifests; a DV goes with the data
+    manifest that holds its data file when that is known (seed 004 "Optional Affinity")."""
+    rows = _existing(root.filter(pa.array(sel)))
+    out.stats.delete_files_moved += rows.num_rows
+    leaf_of = dict(moved_leaf_of)
+    if affiliate:
+        leaf_of.update(_data_leaf_index(out.io, out.md, root, drop, rows))
+    groups: dict[str | None, list[int]] = {}
+    refs_col = rows.column("referenced_file").to_pylist()
+    cts = rows.column("content_type").to_pylist()
+    for i, (ref_file, c) in enumerate(zip(refs_col, cts)):
+        key = leaf_of.get(ref_file) if c == int(FileContent.POSITION_DELETES) and ref_file else None
+        groups.setdefault(key, []).append(i)
+    for key, idx in groups.items():
+        out.write_chunked(rows.take(pa.array(idx)), "delete", key)
 
 
 def compact_manifests(
@@ -249,39 +287,18 @@ def compact_manifests(
     delete_refs = [r for r in refs if r.content is FileContent.DELETE_MANIFEST and r.location in mdvs]
     if len(data_refs) < 2 and not mdvs:
         return root, stats
+    out = _LeafWriter(io, md, ctx, snapshot_id, sequence_number, stats)
     drop = np.zeros(root.num_rows, dtype=bool)
-    new_rows: list[pa.Table] = []
-    target = md.table_properties.leaf_target_entries
 
-    def kept(ref_leaf: tuple[ManifestRef, pa.Table]) -> pa.Table:
-        ref, leaf = ref_leaf
+    def bitmap_of(ref: ManifestRef) -> BitMap | None:
         found = mdvs.get(ref.location)
-        bitmap = found[1] if found is not None else None
-        keep = mdv_keep_mask(bitmap, leaf.num_rows) & np.asarray(
-            live_mask(leaf).to_numpy(zero_copy_only=False), dtype=bool
-        )
-        return _existing(leaf.filter(pa.array(keep)))
-
-    def emit(leaf: pa.Table, kind: ManifestKind, referenced: str | None) -> str:
-        location, row = write_leaf(
-            io,
-            md,
-            leaf,
-            kind,
-            status=EntryStatus.EXISTING,
-            snapshot_id=snapshot_id,
-            sequence_number=sequence_number,
-            written=ctx.written,
-            referenced_file=referenced,
-        )
-        stats.leaves.append(location)
-        stats.bytes_written += int(row.column("file_size_in_bytes")[0].as_py() or 0)
-        new_rows.append(row)
-        return location
+        return found[1] if found is not None else None
 
     renamed: dict[str, str | None] = {}
     if len(data_refs) >= 2 or any(r.location in mdvs for r in data_refs):
-        merged = [kept(x) for x in zip(data_refs, read_leaves(io, md, data_refs))]
+        merged = [
+            _surviving(leaf, bitmap_of(r)) for r, leaf in zip(data_refs, read_leaves(io, md, data_refs))
+        ]
         for r in data_refs:
             drop[r.row] = True
             if r.location in mdvs:
@@ -291,28 +308,20 @@ def compact_manifests(
         locations = []
         if rows is not None and rows.num_rows:
             stats.entries_rewritten += rows.num_rows
-            locations = [emit(chunk, "data", None) for chunk in _chunks(rows, target)]
+            locations = [loc for loc, _ in out.write_chunked(rows, "data")]
         for r in data_refs:
             renamed[r.location] = locations[0] if len(locations) == 1 else None
     for r, leaf in zip(delete_refs, read_leaves(io, md, delete_refs)):
         drop[r.row] = True
         drop[mdvs[r.location][0]] = True
         stats.manifest_dvs_folded += 1
-        rows = kept((r, leaf))
+        rows = _surviving(leaf, bitmap_of(r))
         if rows.num_rows:
             stats.entries_rewritten += rows.num_rows
             ref_file = renamed.get(r.referenced_file, r.referenced_file) if r.referenced_file else None
-            for chunk in _chunks(rows, target):
-                emit(chunk, "delete", ref_file)
-    rest = root.filter(pa.array(~drop))
-    if renamed:
-        values = rest.column("referenced_file").to_pylist()
-        dm = pc.equal(rest.column("content_type"), int(FileContent.DELETE_MANIFEST)).to_pylist()
-        fixed = [renamed.get(v, v) if d and v in renamed else v for v, d in zip(values, dm)]
-        rest = rest.set_column(
-            rest.schema.get_field_index("referenced_file"), "referenced_file", pa.array(fixed, pa.string())
-        )
-    return pa.concat_tables([rest, *new_rows]), stats
+            out.write_chunked(rows, "delete", ref_file)
+    rest = _follow_renamed(root.filter(pa.array(~drop)), renamed)
+    return pa.concat_tables([rest, *out.root_rows]), stats
 
 
 def _data_leaf_index(

@@ -32,23 +32,20 @@ from firn.core.v4.reader import (
     read_leaves_batched,
     root_table,
 )
-from firn.core.v4.stats_filter import might_match
 from firn.deletes.index import DeleteFileIndex
 from firn.expressions import AlwaysTrue, BooleanExpression, bind, evaluate
+from firn.expressions.columnar_metrics import might_match
 from firn.expressions.describe import referenced_field_ids
 from firn.expressions.projection import partition_struct, project_inclusive
 from firn.io.base import FileIO
 from firn.manifests.v4_io import conform
-from firn.manifests.v4_layout import V4Layout, specs_partition_ids
+from firn.manifests.v4_layout import ContentStats, V4Layout, specs_partition_ids
 from firn.spec.content import DataFile, FileContent, FileFormat, make_data_file
 from firn.spec.schema import Schema
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
+from firn.util.arrow_chunks import bool_np, single_array
 from firn.util.gc import gc_paused
-
-
-def _np(arr: Any) -> np.ndarray:
-    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def partition_mask(
@@ -76,7 +73,7 @@ def partition_mask(
         for pf, f in zip(spec.fields, pstruct.fields):
             cols[f.name] = pc.struct_field(sub, f"p{pf.field_id}")
         ptable = pa.table(cols)
-        mask = _np(evaluate(projected, ptable))
+        mask = bool_np(evaluate(projected, ptable))
         out[np.nonzero(sel)[0]] = mask
     return out
 
@@ -152,7 +149,7 @@ class PlannedTasks(Sequence[FileScanTask]):
         out: list[FileScanTask] = []
         append = out.append
         # The collector paused, as in ``_materialize``: 65,536 new tracked objects would set
-        # off its collections over and over (measured at 1M views: 1.1 s -> 0.2 s).
+        # off its collections over and over.
         with gc_paused():
             for i in range(stop - start):
                 v = new(_PlannedTask)
@@ -163,8 +160,8 @@ class PlannedTasks(Sequence[FileScanTask]):
 
     def _materialize(self, start: int, stop: int) -> list[FileScanTask]:
         # A million tasks are two million small objects: with the collector on, its full
-        # collections rescan all of them again and again (measured at 1M tasks: 30 s -> 19 s
-        # without). Nothing built here forms a reference cycle.
+        # collections rescan all of them again and again. Nothing built here forms a reference
+        # cycle.
         with gc_paused():
             return self._build_tasks(start, stop)
 
@@ -307,7 +304,7 @@ _SET_INDEX = _PlannedTask.__dict__["_i"].__set__
 
 def _strings(col: pa.ChunkedArray) -> list[str]:
     """A string column as a list; a dictionary column shares one str per distinct value."""
-    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    arr = single_array(col)
     if not pa.types.is_dictionary(arr.type):
         return arr.to_pylist()
     names = arr.dictionary.to_pylist()
@@ -355,9 +352,9 @@ def plan_root(
     layout = V4Layout.for_metadata(md)
     root = root_table(io, md, snapshot)
     bound = bind(schema, row_filter, case_sensitive=case_sensitive)
-    live = _np(live_mask(root))
+    live = bool_np(live_mask(root))
     ct = root.column("content_type").to_numpy()
-    stats_ok = might_match(root, bound, layout)
+    stats_ok = might_match(ContentStats(root, layout), bound)
     is_file = np.isin(ct, [int(FileContent.DATA), int(FileContent.EQUALITY_DELETES)])
     part_ok = np.ones(root.num_rows, dtype=bool)
     if is_file.any():
@@ -393,14 +390,14 @@ def plan_root(
     # does not use), concatenated, then masked (manifest DVs, status, stats, partitions) in a
     # few passes over all entries.
     batch = read_leaves_batched(io, md, data_refs, data_cols)
-    keep = mdv_keep_batched(mdvs, data_refs, batch) & _np(live_mask(batch.table))
+    keep = mdv_keep_batched(mdvs, data_refs, batch) & bool_np(live_mask(batch.table))
     if not isinstance(row_filter, AlwaysTrue) and batch.table.num_rows:
-        keep &= might_match(batch.table, bound, layout)
+        keep &= might_match(ContentStats(batch.table, layout), bound)
         keep &= partition_mask(batch.table, md, schema, row_filter, case_sensitive)
     data_parts.append(_keep(batch.table, keep))
     dels = read_leaves_batched(io, md, delete_refs, delete_cols)
     delete_parts.append(
-        _keep(dels.table, mdv_keep_batched(mdvs, delete_refs, dels) & _np(live_mask(dels.table)))
+        _keep(dels.table, mdv_keep_batched(mdvs, delete_refs, dels) & bool_np(live_mask(dels.table)))
     )
 
     data = pa.concat_tables(data_parts)

@@ -40,11 +40,11 @@ from firn.spec.content import (
 )
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
+from firn.util.arrow_chunks import bool_np, single_array, struct_child_np
 
 ROOT = "root"  # origin "manifest" of entries that live in the root itself
 # Leaf reads mix GIL-bound footer parsing with GIL-free decoding; more threads than cores
-# only add contention for local files (measured on 2 cores: 2 threads 2.5 s, 8 threads 4.1 s
-# for 1,000 leaves).
+# only add contention for local files (bench/README.md, issue 10, has the figures).
 MAX_LEAF_THREADS = min(8, max(2, os.cpu_count() or 2))
 
 LIVE_STATUS = (int(EntryStatus.EXISTING), int(EntryStatus.ADDED))
@@ -69,10 +69,7 @@ def status_np(table: pa.Table) -> np.ndarray:
     col = table.column("version_info")
     if col.null_count:
         raise InvalidMetadata("a manifest entry has no version_info")
-    if col.num_chunks == 0:
-        return np.zeros(0, dtype=np.int32)
-    parts = [c.field(0).to_numpy(zero_copy_only=False) for c in col.chunks]
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    return struct_child_np(col, 0, np.int32)
 
 
 def live_np(table: pa.Table) -> np.ndarray:
@@ -162,8 +159,8 @@ class ManifestRef:
 def manifest_refs(root: pa.Table, rows: pa.Array | None = None) -> list[ManifestRef]:
     """The live data/delete manifest entries of ``root`` (optionally only at ``rows``)."""
     ct = root.column("content_type")
-    mask = pc.and_(live_mask(root), pc.is_in(ct, pa.array([3, 4], pa.int32())))
-    idx = np.nonzero(mask.to_numpy(zero_copy_only=False))[0]
+    manifests = pa.array([int(FileContent.DATA_MANIFEST), int(FileContent.DELETE_MANIFEST)], pa.int32())
+    idx = np.nonzero(bool_np(pc.and_(live_mask(root), pc.is_in(ct, manifests))))[0]
     if rows is not None:
         idx = np.intersect1d(idx, np.asarray(rows))
     if len(idx) == 0:
@@ -249,28 +246,22 @@ def inherit(leaf: pa.Table, ref: ManifestRef) -> pa.Table:
 
     new_vi = pa.StructArray.from_arrays(
         [
-            _combine(status),
-            _combine(fill("snapshot_id", ref.snapshot_id)),
-            _combine(fill("sequence_number", ref.sequence_number)),
-            _combine(fill("file_sequence_number", ref.sequence_number)),
+            single_array(status),
+            single_array(fill("snapshot_id", ref.snapshot_id)),
+            single_array(fill("sequence_number", ref.sequence_number)),
+            single_array(fill("file_sequence_number", ref.sequence_number)),
         ],
         fields=list(leaf.schema.field("version_info").type),
     )
     leaf = leaf.set_column(leaf.schema.get_field_index("version_info"), "version_info", new_vi)
     frid = leaf.column("first_row_id")
     if ref.content is FileContent.DATA_MANIFEST and ref.first_row_id is not None and frid.null_count:
-        needs = pc.is_null(frid).to_numpy(zero_copy_only=False)
+        needs = bool_np(pc.is_null(frid))
         counts = np.where(needs, leaf.column("record_count").to_numpy(), 0)
         starts = ref.first_row_id + np.cumsum(counts) - counts
         filled = pc.if_else(pa.array(needs), pa.array(starts, pa.int64()), frid)
         leaf = leaf.set_column(leaf.schema.get_field_index("first_row_id"), "first_row_id", filled)
     return leaf
-
-
-def _combine(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(arr, pa.ChunkedArray):
-        return arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    return arr
 
 
 def read_leaves(
@@ -349,7 +340,7 @@ def _inherit_batched(
     """:func:`inherit` for many leaves at once (values come from each row's manifest entry)."""
     if big.num_rows == 0:
         return big
-    vi = _combine(big.column("version_info"))
+    vi = single_array(big.column("version_info"))
     status = vi.field(0)
     added = pc.equal(status, int(EntryStatus.ADDED))
     children = [status]
@@ -378,7 +369,7 @@ def _inherit_batched(
             ],
             dtype=np.int64,
         )
-        needs = pc.is_null(frid).to_numpy(zero_copy_only=False) & (base[leaf] >= 0)
+        needs = bool_np(pc.is_null(frid)) & (base[leaf] >= 0)
         if needs.any():
             counts = np.where(needs, big.column("record_count").to_numpy(), 0)
             cs = np.cumsum(counts)

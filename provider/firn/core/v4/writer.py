@@ -46,29 +46,30 @@ from firn.core.v4.reader import (
 from firn.errors import ValidationConflict
 from firn.manifests.v4_io import ManifestKind, write_v4_manifest
 from firn.manifests.v4_layout import V4Layout, specs_partition_ids
-from firn.spec.content import DataFile, EntryStatus, FileContent, FileFormat, ManifestEntry
+from firn.spec import summary as S
+from firn.spec.content import (
+    FILE_KEY_SEPARATOR,
+    DataFile,
+    EntryStatus,
+    FileContent,
+    FileFormat,
+    ManifestEntry,
+)
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
+from firn.util.arrow_chunks import bool_np, single_array
 
 if TYPE_CHECKING:
     from firn.core.producer import SnapshotProducer
 
 
-def _np_bool(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def file_key(f: DataFile) -> str:
-    """Identity of a tracked file: its location, plus the blob offset for a DV (many DVs live in
-    one Puffin file)."""
-    return f"{f.file_path}#{f.content_offset if f.content_offset is not None else ''}"
-
-
 def entry_keys(table: pa.Table) -> pa.ChunkedArray:
-    """:func:`file_key` for every entry of a content-entry table."""
-    offsets = pc.struct_field(table.column("deletion_vector"), "offset")
-    text = pc.fill_null(pc.cast(offsets, pa.string()), "")
-    return pc.binary_join_element_wise(pc.fill_null(table.column("location"), ""), text, "#")
+    """:attr:`DataFile.file_key` of every entry of a content-entry table, vectorized: the
+    location, joined to the DV offset where there is one."""
+    location = pc.fill_null(table.column("location"), "")
+    offsets = pc.cast(pc.struct_field(table.column("deletion_vector"), "offset"), pa.string())
+    # The join is null where the offset is null; those entries are keyed by location alone.
+    return pc.coalesce(pc.binary_join_element_wise(location, offsets, FILE_KEY_SEPARATOR), location)
 
 
 def root_location(md: TableMetadata, snapshot_id: int, attempt: int) -> str:
@@ -102,11 +103,11 @@ class RootTreeWriter:
             if manifest_kind is FileContent.DATA_MANIFEST
             else [int(FileContent.POSITION_DELETES), int(FileContent.EQUALITY_DELETES)]
         )
-        live = _np_bool(live_mask(root))
+        live = bool_np(live_mask(root))
         # Several DVs share one Puffin file: entries are identified by location *and* blob offset.
         root_keys = entry_keys(root)
         at_root = (
-            _np_bool(
+            bool_np(
                 pc.and_(
                     pc.is_in(root.column("content_type"), pa.array(file_types, pa.int32())),
                     pc.is_in(root_keys, pa.array(list(removed), pa.string())),
@@ -141,7 +142,7 @@ class RootTreeWriter:
             for ref, leaf in zip(candidates, tables):
                 keep = mdv_keep_mask(mdvs.get(ref.location, (0, None))[1], leaf.num_rows)
                 leaf_keys = entry_keys(leaf)
-                hit = _np_bool(pc.is_in(leaf_keys, want)) & keep & _np_bool(live_mask(leaf))
+                hit = bool_np(pc.is_in(leaf_keys, want)) & keep & bool_np(live_mask(leaf))
                 if hit.any():
                     ords = np.nonzero(hit)[0]
                     for o in ords:
@@ -353,78 +354,102 @@ class RootTreeWriter:
             # outputs, no net change), so it runs before this commit's own changes.
             root, cstats = compact_manifests(ctx.io, md, root, ctx, snapshot_id, sequence_number)
             self._in_use |= set(cstats.leaves)
-            extra["manifests-compacted-entries"] = str(cstats.entries_rewritten)
-        mdvs = live_mdvs(ctx.io, root)
-        origins = changes.origins
-
-        removed_mask = np.zeros(root.num_rows, dtype=bool)
-        by_leaf: dict[str, list[int]] = {}
-        for removed, kind in (
-            ({file_key(f): f for f in changes.removed_data}, FileContent.DATA_MANIFEST),
-            ({file_key(f): f for f in changes.removed_deletes}, FileContent.DELETE_MANIFEST),
-        ):
-            if not removed:
-                continue
-            mask, leaves = self._locate(ctx.io, md, root, removed, origins, kind, mdvs)
-            removed_mask |= mask
-            for leaf, ords in leaves.items():
-                by_leaf.setdefault(leaf, []).extend(ords)
-        root = set_version_info(root, removed_mask, status=EntryStatus.DELETED, snapshot_id=snapshot_id)
-        new_tables: list[pa.Table] = []
-        if by_leaf:
-            root, mdv_entries = self._manifest_dvs(md, ctx, root, by_leaf, mdvs, snapshot_id, sequence_number)
-            new_tables.append(entries_table(md, mdv_entries))
+            extra[S.MANIFESTS_COMPACTED_ENTRIES] = str(cstats.entries_rewritten)
+        root, new_tables = self._removals(md, ctx, root, changes, snapshot_id, sequence_number)
         new_tables.extend(self._additions(md, ctx, changes, snapshot_id, sequence_number))
         added = (
             pa.concat_tables([t for t in new_tables if t.num_rows])
             if any(t.num_rows for t in new_tables)
             else None
         )
-
         added_rows = None
         if md.tracks_row_lineage and added is not None:
             added, added_rows = _assign_row_ids(added, md.next_row_id or 0)
         elif md.tracks_row_lineage:
             added_rows = 0
-
-        # Writers flush synchronously only above a hard cap; flushing moves EXISTING entries only.
-        from firn.core.v4.flush import flush_decision, flush_root_table, root_counts
-
-        # The cap applies to the root this commit would write; only pre-existing entries move.
-        after = pa.concat_tables([root, added]) if added is not None else root
-        decision = flush_decision(
-            root_counts(after), md, force=False, factor=md.table_properties.root_writer_flush_factor
-        )
-        if decision.any:
-            root, stats = flush_root_table(
-                ctx.io,
-                md,
-                root,
-                ctx,
-                snapshot_id,
-                sequence_number,
-                force=False,
-                affiliate=False,
-                decision=decision,
-            )
-            self._in_use |= set(stats.leaves)
-            extra["root-flushed-entries"] = str(stats.entries_moved)
+        root = self._flush_above_cap(md, ctx, root, added, snapshot_id, sequence_number, extra)
         if added is not None:
             root = pa.concat_tables([root, added])
         location = root_location(md, snapshot_id, ctx.attempt)
         ctx.written.append(location)
         size = write_v4_manifest(ctx.io, location, root, "root")
         self._in_use.add(location)
-        extra["root-manifest-size"] = str(size)
-        extra["root-entries"] = str(root.num_rows)
+        extra[S.ROOT_MANIFEST_SIZE] = str(size)
+        extra[S.ROOT_ENTRIES] = str(root.num_rows)
         return TreeResult(root_manifest=location, added_rows=added_rows, summary_extra=extra)
+
+    def _removals(
+        self,
+        md: TableMetadata,
+        ctx: CommitContext,
+        root: pa.Table,
+        changes: PendingFiles,
+        snapshot_id: int,
+        sequence_number: int,
+    ) -> tuple[pa.Table, list[pa.Table]]:
+        """Mark removed root entries DELETED, and add or extend the manifest DVs of leaves
+        holding removed files; returns the root and the new manifest DV entries."""
+        mdvs = live_mdvs(ctx.io, root)
+        removed_mask = np.zeros(root.num_rows, dtype=bool)
+        by_leaf: dict[str, list[int]] = {}
+        for removed, kind in (
+            ({f.file_key: f for f in changes.removed_data}, FileContent.DATA_MANIFEST),
+            ({f.file_key: f for f in changes.removed_deletes}, FileContent.DELETE_MANIFEST),
+        ):
+            if not removed:
+                continue
+            mask, leaves = self._locate(ctx.io, md, root, removed, changes.origins, kind, mdvs)
+            removed_mask |= mask
+            for leaf, ords in leaves.items():
+                by_leaf.setdefault(leaf, []).extend(ords)
+        root = set_version_info(root, removed_mask, status=EntryStatus.DELETED, snapshot_id=snapshot_id)
+        if not by_leaf:
+            return root, []
+        root, mdv_entries = self._manifest_dvs(md, ctx, root, by_leaf, mdvs, snapshot_id, sequence_number)
+        return root, [entries_table(md, mdv_entries)]
+
+    def _flush_above_cap(
+        self,
+        md: TableMetadata,
+        ctx: CommitContext,
+        root: pa.Table,
+        added: pa.Table | None,
+        snapshot_id: int,
+        sequence_number: int,
+        extra: dict[str, str],
+    ) -> pa.Table:
+        """Writers flush synchronously only above a hard cap (the root thresholds times
+        ``commit.root.writer-flush-factor``), judged on the root this commit would write;
+        flushing moves pre-existing (EXISTING) entries only."""
+        from firn.core.v4.flush import flush_decision, flush_root_table, root_counts
+
+        after = pa.concat_tables([root, added]) if added is not None else root
+        decision = flush_decision(
+            root_counts(after), md, force=False, factor=md.table_properties.root_writer_flush_factor
+        )
+        if not decision.any:
+            return root
+        root, stats = flush_root_table(
+            ctx.io,
+            md,
+            root,
+            ctx,
+            snapshot_id,
+            sequence_number,
+            force=False,
+            affiliate=False,
+            decision=decision,
+        )
+        self._in_use |= set(stats.leaves)
+        extra[S.ROOT_FLUSHED_ENTRIES] = str(stats.entries_moved)
+        return root
 
     def files_in_use(self) -> set[str]:
         return set(self._in_use)
 
 
 def _explicit_vi(leaf: pa.Table, sequence_number: int) -> pa.StructArray:
-    vi = leaf.column("version_info").combine_chunks()
+    vi = single_array(leaf.column("version_info"))
     seq = pc.fill_null(vi.field(2), sequence_number)
     fseq = pc.fill_null(vi.field(3), sequence_number)
     return pa.StructArray.from_arrays([vi.field(0), vi.field(1), seq, fseq], fields=list(vi.type))
@@ -437,7 +462,7 @@ def _assign_row_ids(added: pa.Table, next_row_id: int) -> tuple[pa.Table, int]:
     frid = added.column("first_row_id")
     needs = (
         np.isin(ct, [int(FileContent.DATA), int(FileContent.DATA_MANIFEST)])
-        & _np_bool(frid.is_null())
+        & bool_np(frid.is_null())
         & (status_np(added) != int(EntryStatus.DELETED))
     )
     if not needs.any():
