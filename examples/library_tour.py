@@ -1,12 +1,12 @@
-"""``make demo`` (``python -m firn.demo``): a partitioned v2 table, then the same events in a
+"""A tour of the Firn library (``python examples/library_tour.py``): a partitioned v2 table, then the same events in a
 V4 table committed one small file at a time.
 
 Creates ``./warehouse`` with a SQLite catalog at ``./warehouse/catalog.db``, (re)creates the
-table ``demo.events`` (format v2) partitioned by ``region`` (identity) and ``ts`` (day),
+table ``tour.events`` (format v2) partitioned by ``region`` (identity) and ``ts`` (day),
 appends four batches of events, deletes one region's rows, and prints a short summary: every
 snapshot with its rows and files, and a time-travel scan back to the first append.
 
-Then ``demo.events_v4`` (format-version 4, the default): the same batches as small commits,
+Then ``tour.events_v4`` (format-version 4, the default): the same batches as small commits,
 printing the metadata files and bytes each writes (a root manifest plus the metadata file);
 a merge-on-read delete (deletion vectors in the root); the changes per snapshot, read from
 the roots; and a root flush — planned (dry run), committed — with the table read before and
@@ -32,8 +32,8 @@ from firn.spec import summary as S
 from firn.spec.properties import RowLevelMode
 from firn.table.table import Table
 
-TABLE = "demo.events"
-TABLE_V4 = "demo.events_v4"
+TABLE = "tour.events"
+TABLE_V4 = "tour.events_v4"
 SCHEMA = pa.schema(
     [
         pa.field("id", pa.int64(), nullable=False),
@@ -62,8 +62,8 @@ def batch(day: int, start: int, count: int) -> pa.Table:
 
 def fresh_table(catalog: Catalog, name: str = TABLE, **properties: str) -> Table:
     """Drop ``name`` (with its files) if a previous run left it, and create it anew."""
-    if not catalog.namespace_exists("demo"):
-        catalog.create_namespace("demo")
+    if not catalog.namespace_exists("tour"):
+        catalog.create_namespace("tour")
     if catalog.table_exists(name):
         catalog.drop_table(name, purge=True)
     return catalog.create_table(
@@ -180,7 +180,9 @@ def run(warehouse: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m firn.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python examples/library_tour.py", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--warehouse", default="warehouse", help="warehouse directory (default ./warehouse)")
     args = parser.parse_args(argv)
     run(Path(args.warehouse).resolve())

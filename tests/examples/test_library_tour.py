@@ -1,4 +1,4 @@
-"""``make demo``: the demo builds its warehouse, prints its summary, and can run again."""
+"""The library tour (examples/library_tour.py) builds its warehouse, prints its summary, and can run again."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 import firn
-from firn.demo import run
+from examples.library_tour import run
 
 
-def test_demo_runs_twice_and_reports_time_travel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_tour_runs_twice_and_reports_time_travel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     warehouse = tmp_path / "warehouse"
     for _ in range(2):  # re-running starts over with a fresh table
         run(warehouse)
@@ -30,10 +30,10 @@ def test_demo_runs_twice_and_reports_time_travel(tmp_path: Path, capsys: pytest.
         assert "11 data files and 1 DVs moved into 2 leaves" in out and "the root now has 2 entries" in out
         assert "Read before and after the flush: 89 rows vs 89 rows, identical" in out
     catalog = firn.load_catalog(f"sqlite:///{warehouse / 'catalog.db'}", warehouse=str(warehouse))
-    table = catalog.load_table("demo.events")
+    table = catalog.load_table("tour.events")
     assert table.format_version == 2 and len(table.snapshots()) == 5
     assert table.scan().count() == 89
-    v4 = catalog.load_table("demo.events_v4")
+    v4 = catalog.load_table("tour.events_v4")
     assert v4.format_version == 4 and len(v4.snapshots()) == 6
     assert sorted(v4.scan().to_arrow()["id"].to_pylist()) == sorted(table.scan().to_arrow()["id"].to_pylist())
     catalog.close()
