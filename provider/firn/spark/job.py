@@ -19,10 +19,19 @@
 
 ``--options`` is a JSON object of the operation's options in Iceberg's hyphenated names
 (``{"older-than": "2024-01-01T00:00:00Z", "retain-last": 5}``). ``--table`` may repeat, and
-may name a namespace (every table in it). ``--catalog`` falls back to the Spark conf
-``spark.firn.catalog.uri`` (likewise the warehouse and properties). Each table is planned on the
-driver; its work units run as Spark tasks (:class:`firn.spark.SparkRunner`); the driver
-commits. ``--dry-run`` only plans (no Spark tasks, nothing committed).
+may name a namespace (every table in it). Each table is planned on the driver; its work units
+run as Spark tasks (:class:`firn.spark.SparkRunner`); the driver commits. ``--dry-run`` only
+plans (no Spark tasks, nothing committed).
+
+Where the catalog comes from, first found wins per setting: the command line (``--catalog``,
+``--warehouse``, ``--catalog-property``); then the driver's environment: ``FIRN_CATALOG_URI``,
+``FIRN_CATALOG_WAREHOUSE`` and ``FIRN_CATALOG_PROPERTIES`` (a JSON object of catalog
+properties); then the Spark conf ``spark.firn.catalog.uri`` / ``.warehouse`` / ``.<property>``.
+The environment is how a caller passes secrets (a catalog URI with a password, ``s3.*`` keys):
+a command line is visible to every user of the machine (``ps``) and is logged by spark-submit
+wrappers, a process environment is not. In client or local deploy mode spark-submit hands its
+own environment to the driver (the Airflow operators pass these variables through
+``SparkSubmitHook(env_vars=...)``). Error messages name a bad variable, never its value.
 
 ``--result`` (a local path or a FileIO URI such as ``s3://...``) receives a JSON list with one
 entry per table, in order: the operation's typed result (``result.to_dict()``), or with
@@ -44,8 +53,9 @@ if __name__ == "__main__" and sys.path and sys.path[0].rstrip("/").endswith("fir
 
 import argparse
 import json
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +73,13 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "orphans": ("remove_orphan_files",),
     "flush": ("flush_root",),
 }
+
+
+# Environment variables the driver reads its catalog from when the command line does not
+# name it (see the module docstring).
+ENV_CATALOG_URI = "FIRN_CATALOG_URI"
+ENV_CATALOG_WAREHOUSE = "FIRN_CATALOG_WAREHOUSE"
+ENV_CATALOG_PROPERTIES = "FIRN_CATALOG_PROPERTIES"
 
 
 def path() -> str:
@@ -179,12 +196,52 @@ def _run_table(
     return out
 
 
-def run(args: argparse.Namespace, spark: SparkSession | None = None) -> tuple[list[dict[str, Any]], int]:
-    """Run the job for parsed ``args``; returns (entries, number of failed tables)."""
+def environment_options(environ: Mapping[str, str]) -> dict[str, str]:
+    """Catalog settings from ``FIRN_CATALOG_*`` variables, as data source options (``catalog``,
+    ``warehouse``, ``catalog.<property>``). A malformed ``FIRN_CATALOG_PROPERTIES`` is a
+    ``ValidationError`` naming the variable (its value may be secret, so it is not shown)."""
+    from firn.errors import ValidationError
+
+    options: dict[str, str] = {}
+    raw = environ.get(ENV_CATALOG_PROPERTIES, "").strip()
+    if raw:
+        try:
+            props = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise ValidationError(
+                f"{ENV_CATALOG_PROPERTIES} must be a JSON object of catalog properties "
+                f"({e.msg} at position {e.pos})"
+            ) from None
+        if not isinstance(props, dict) or not all(
+            isinstance(v, str | int | float | bool) for v in props.values()
+        ):
+            raise ValidationError(
+                f"{ENV_CATALOG_PROPERTIES} must be a JSON object of string, number or boolean values"
+            )
+        for key, value in props.items():
+            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+            options[f"catalog.{key}"] = text
+    uri = environ.get(ENV_CATALOG_URI, "").strip()
+    if uri:
+        options["catalog"] = uri
+    warehouse = environ.get(ENV_CATALOG_WAREHOUSE, "").strip()
+    if warehouse:
+        options["warehouse"] = warehouse
+    return options
+
+
+def run(
+    args: argparse.Namespace,
+    spark: SparkSession | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[list[dict[str, Any]], int]:
+    """Run the job for parsed ``args``; returns (entries, number of failed tables). The
+    catalog comes from ``args``, then ``environ`` (default ``os.environ``), then the Spark conf."""
     from firn.spark.config import CatalogConfig, session_conf
 
     conf: dict[str, str] = session_conf(spark) if spark is not None else {}
-    options = {f"catalog.{k}": v for k, v in args.catalog_property.items()}
+    options = environment_options(os.environ if environ is None else environ)
+    options.update({f"catalog.{k}": v for k, v in args.catalog_property.items()})
     if args.catalog:
         options["catalog"] = args.catalog
     if args.warehouse:
@@ -230,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     spark = None
     try:
-        if not (args.dry_run and args.catalog):
+        if not (args.dry_run and (args.catalog or os.environ.get(ENV_CATALOG_URI, "").strip())):
             # A dry run plans on the driver alone; it needs Spark only for the conf.
             from pyspark.sql import SparkSession
 
