@@ -9,6 +9,7 @@ Spark (``SparkRunner``, the spark-submit job) and shipping Firn to executors.
     df = spark.read.format("firn").option("catalog", "sqlite:///cat.db").load("db.t")
     df.write.format("firn").option("catalog", "sqlite:///cat.db").mode("append").save("db.t")
     firn.spark.delete(spark, "db.t", "id < 10", catalog="sqlite:///cat.db")
+    firn.spark.register_view(spark, "db.v", catalog="sqlite:///cat.db")  # a Firn view, as temp view v
 
 This package imports PySpark; nothing below it does (an import-linter contract).
 """
@@ -23,6 +24,7 @@ from firn.spark.deletes import RowDeleteResult, delete, merge_on_read_delete
 from firn.spark.package import pack_venv, package
 from firn.spark.runner import SparkRunner
 from firn.spark.source import SOURCE_NAME, FirnDataSource, SessionSettings
+from firn.spark.views import register_view
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -73,4 +75,5 @@ __all__ = [
     "pack_venv",
     "package",
     "register",
+    "register_view",
 ]
