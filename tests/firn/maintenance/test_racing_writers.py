@@ -1,0 +1,240 @@
+"""Expiry, orphan removal and root flushes beside four writer processes that never stop.
+
+Four OS processes append and delete (merge-on-read) on one table through the catalog while
+this process runs an operation in a loop (the rewrites have their own race in
+``test_rewrite_concurrency``). Afterwards, and after every run:
+
+* no committed row is lost or comes back (the writers report what committed);
+* every file a snapshot still in the metadata needs exists, and every such snapshot reads
+  (time travel);
+* each run either commits a plan validated against the table as it is then, or fails cleanly
+  (a writer that lost a race retries; a run that lost one re-plans);
+* nothing is left unreferenced: an orphan scan at the end finds nothing.
+
+SQLite for v2, v3 and V4 tables; Postgres for one of each operation.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from firn.catalog.sql import SqlCatalog
+from firn.errors import CommitConflict, ValidationConflict
+from firn.table.table import Table
+from tests.fixtures.catalogs import (
+    POSTGRES_URL,
+    drop_postgres_catalog,
+    make_postgres_catalog,
+    make_sqlite_catalog,
+    postgres_unavailable,
+)
+from tests.fixtures.maintenance import files_by_snapshot, files_on_disk, local, rows, soon_ms
+
+pytestmark = pytest.mark.slow
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("worker", pa.int32())])
+WRITERS = 4
+ROUNDS = 6
+DAY_S = 24 * 3600
+
+
+def _create(catalog: SqlCatalog, version: int) -> Table:
+    catalog.create_namespace("db")
+    t = catalog.create_table(
+        "db.t",
+        schema=SCHEMA,
+        properties={
+            "format-version": str(version),
+            "write.delete.mode": "merge-on-read",
+            "commit.retry.num-retries": "20",
+            "commit.retry.min-wait-ms": "5",
+            "commit.retry.max-wait-ms": "200",
+        },
+    )
+    for i in range(3):
+        t.append(pa.table({"id": [-1 - 2 * i, -2 - 2 * i], "worker": [-1, -1]}, schema=SCHEMA))
+    t.delete("id = -2")
+    return t
+
+
+def _writer(uri: str, warehouse: str, name: str, worker: int, start: Any, results: Any) -> None:
+    """Child process: each round appends 3 rows, then deletes one of them; reports the rows
+    whose commits landed (appended and deleted)."""
+    catalog = SqlCatalog(name, uri, warehouse=warehouse)
+    table = catalog.load_table("db.t")
+    appended: list[int] = []
+    deleted: list[int] = []
+    error = None
+    start.wait(timeout=120)
+    try:
+        for r in range(ROUNDS):
+            ids = [worker * 10_000 + r * 10 + k for k in range(3)]
+            table.append(pa.table({"id": ids, "worker": [worker] * 3}, schema=SCHEMA))
+            appended.extend(ids)
+            for _attempt in range(10):
+                try:
+                    table.delete(f"id = {ids[1]}")
+                    break
+                except ValidationConflict:
+                    # The snapshot the delete started from was expired meanwhile, so its
+                    # conflict validation cannot see the history (Iceberg Java refuses the
+                    # same way): the delete committed nothing; start it again.
+                    table.refresh()
+            else:
+                raise AssertionError("delete kept conflicting")
+            deleted.append(ids[1])
+    except Exception as e:  # reported to the parent
+        error = f"{type(e).__name__}: {e}"
+    finally:
+        catalog.close()
+    results.put((worker, appended, deleted, error))
+
+
+def check_retained_snapshots(t: Table) -> None:
+    """Every file each snapshot still in the metadata needs exists, and each one reads."""
+    t.refresh()
+    disk = files_on_disk(t.location)
+    for sid, needed in files_by_snapshot(t).items():
+        assert needed <= disk, f"snapshot {sid} lost {sorted(needed - disk)[:3]}"
+        t.scan(snapshot_id=sid).to_arrow()
+
+
+def _age_everything(t: Table, strays: int) -> set[str]:
+    """Make every file so far look 5 days old (older than orphan removal's default 3-day
+    cut-off) and plant ``strays`` old unreferenced files; returns the strays."""
+    base = Path(local(t.location))
+    planted = set()
+    for i in range(strays):
+        p = base / "data" / f"stray-{i}.parquet"
+        p.write_bytes(b"left behind by a writer that crashed days ago")
+        planted.add(str(p))
+    old = time.time() - 5 * DAY_S
+    for path in files_on_disk(t.location):
+        os.utime(path, (old, old))
+    return planted
+
+
+Maintain = Callable[[Table, int], bool]  # one run; True when it committed or deleted something
+
+
+def _expire(t: Table, round_: int) -> bool:
+    result = t.maintenance.expire_snapshots(older_than=soon_ms(), retain_last=2).run()
+    return result.metadata_location is not None
+
+
+def _orphans_then_expire(t: Table, round_: int) -> bool:
+    # Default options: a 3-day cut-off, no force. The writers' files are young and kept; the
+    # old files are referenced (by the current or an older snapshot) or planted strays.
+    if round_ % 2 == 0:
+        result = t.maintenance.remove_orphan_files(dry_run=False).run()
+        return result.deleted_files > 0
+    return _expire(t, round_)
+
+
+def _flush(t: Table, round_: int) -> bool:
+    if round_ % 4 == 3:
+        return _expire(t, round_)
+    try:
+        result = t.maintenance.flush_root(force=True).run()
+    except CommitConflict:
+        return False  # outlasted its retries beside four writers; the next round plans again
+    return result.snapshot_id is not None
+
+
+def _race(catalog: SqlCatalog, uri: str, warehouse: Path, version: int, maintain: Maintain) -> None:
+    t = _create(catalog, version)
+    strays = _age_everything(t, 5) if maintain is _orphans_then_expire else set()
+    ctx = mp.get_context("spawn")
+    start, results = ctx.Event(), ctx.Queue()
+    procs = [
+        ctx.Process(target=_writer, args=(uri, str(warehouse), catalog.name, w, start, results))
+        for w in range(WRITERS)
+    ]
+    for p in procs:
+        p.start()
+    start.set()
+    reports: list[tuple[int, list[int], list[int], str | None]] = []
+    done = 0
+    round_ = 0
+    deadline = time.monotonic() + 300
+    try:
+        while len(reports) < WRITERS:
+            # Each run plans on what it finds; commits assert what they read; files go only
+            # after a commit landed (expiry) or after the references were checked again (orphans).
+            t.refresh()
+            done += maintain(t, round_)
+            round_ += 1
+            check_retained_snapshots(t)
+            try:
+                reports.append(results.get(timeout=0.05))
+            except queue.Empty:
+                crashed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                if crashed or time.monotonic() > deadline:
+                    pytest.fail(f"writers crashed or hung (exit codes {[p.exitcode for p in procs]})")
+    finally:
+        for p in procs:
+            p.join(timeout=60)
+            if p.is_alive():
+                p.kill()
+    errors = [f"writer {w}: {e}" for w, _, _, e in reports if e]
+    assert not errors, errors
+    assert done >= 1, "the operation never did anything beside the writers"
+    t.refresh()
+    maintain(t, 0)  # once more with the writers gone
+    expected = {-1, -3, -4, -5, -6}
+    expected |= {i for _, a, _, _ in reports for i in a} - {i for _, _, d, _ in reports for i in d}
+    assert {r["id"] for r in rows(t)} == expected  # nothing lost, nothing resurrected
+    check_retained_snapshots(t)
+    assert not strays & files_on_disk(t.location)  # the planted orphans are gone
+    assert t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True).plan().orphans == ()
+
+
+OPERATIONS: dict[str, Maintain] = {
+    "expire_snapshots": _expire,
+    "remove_orphan_files": _orphans_then_expire,
+    "flush_root": _flush,
+}
+SQLITE_CASES = [
+    pytest.param(name, version, id=f"{name}-v{version}")
+    for name in OPERATIONS
+    for version in ((4,) if name == "flush_root" else (2, 3, 4))
+]
+
+
+@pytest.mark.parametrize(("operation", "version"), SQLITE_CASES)
+def test_beside_four_writer_processes_sqlite(tmp_path: Path, operation: str, version: int) -> None:
+    catalog = make_sqlite_catalog(tmp_path)
+    try:
+        _race(
+            catalog,
+            f"sqlite:///{tmp_path / 'catalog.db'}",
+            tmp_path / "warehouse",
+            version,
+            OPERATIONS[operation],
+        )
+    finally:
+        catalog.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    ("operation", "version"),
+    [("expire_snapshots", 3), ("remove_orphan_files", 2), ("flush_root", 4)],
+)
+def test_beside_four_writer_processes_postgres(tmp_path: Path, operation: str, version: int) -> None:
+    if reason := postgres_unavailable():
+        pytest.skip(reason)
+    catalog = make_postgres_catalog(tmp_path / "warehouse")
+    try:
+        _race(catalog, POSTGRES_URL, tmp_path / "warehouse", version, OPERATIONS[operation])
+    finally:
+        drop_postgres_catalog(catalog)
