@@ -68,6 +68,33 @@ def test_load_catalog_takes_rest_uris(rest_server: RestServer) -> None:
         RestCatalog("c", "ftp://host")
 
 
+def test_a_uri_with_a_base_path(served_sqlite_catalog: SqlCatalog) -> None:
+    """``rest+http://host:port/<base>``: the server behind a path (as Polaris serves
+    ``/api/catalog``, or a reverse proxy does); every route, the OAuth2 token route included, is
+    under ``<base>/v1/``, and the server's ``prefix`` follows the base."""
+    with running_server(
+        served_sqlite_catalog, base_path="/api/catalog", prefix="wh", oauth_clients={"etl": "s3cret"}
+    ) as server:
+        assert server.url.endswith("/api/catalog")
+        catalog = firn.load_catalog(server.rest_uri, credential="etl:s3cret")
+        try:
+            assert isinstance(catalog, RestCatalog) and catalog.uri == server.url
+            assert catalog.properties["prefix"] == "wh"
+            catalog.create_namespace("db")
+            t = catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+            t.append(_rows([1, 2]))
+            assert _ids(catalog.load_table("db.t")) == [1, 2]
+            assert server.state.auth.issued_count == 1  # the token came from <base>/v1/oauth/tokens
+        finally:
+            catalog.close()
+        root = server.url.removesuffix("/api/catalog")
+        token = server.state.auth.issue()
+        headers = {"Authorization": f"Bearer {token}"}
+        assert httpx.get(f"{server.url}/v1/wh/namespaces", headers=headers).json() == {"namespaces": [["db"]]}
+        assert httpx.get(f"{root}/v1/wh/namespaces", headers=headers).status_code == 404
+    assert _ids(served_sqlite_catalog.load_table("db.t")) == [1, 2]
+
+
 def test_config_defaults_and_overrides_merge_with_client_properties(
     served_sqlite_catalog: SqlCatalog,
 ) -> None:
