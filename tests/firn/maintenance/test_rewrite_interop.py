@@ -1,5 +1,10 @@
-"""PyIceberg 0.12 reads a table it wrote identically after each of Firn's rewrites (v2; then,
-since PyIceberg writes only v1/v2, the same table upgraded to v3 by Firn, with DVs)."""
+"""PyIceberg 0.12 reads a table it wrote identically after each of Firn's maintenance operations:
+its current rows and every snapshot still in the metadata (time travel).
+
+The tables are v1 and v2 tables PyIceberg created and appended to (it writes no v3), then the
+v2 table upgraded to v3 by Firn, so the v3 operations run on deletion vectors. Each runs
+through one SQLite catalog shared by both libraries.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,9 @@ import pyarrow as pa
 import pytest
 
 from firn.catalog.sql import SqlCatalog
+from firn.table.table import Table
 from tests.fixtures.catalogs import make_sqlite_catalog
+from tests.fixtures.maintenance import local, soon_ms
 
 pytestmark = pytest.mark.interop
 
@@ -41,12 +48,72 @@ def _batch(start: int, n: int = 25) -> pa.Table:
     )
 
 
-def _rows(py_catalog: Any) -> list[dict[str, Any]]:
-    data = py_catalog.load_table("db.t").scan().to_arrow()
-    return sorted(data.to_pylist(), key=lambda r: r["id"])
+def _rows(py_table: Any, snapshot_id: int | None = None) -> list[dict[str, Any]]:
+    scan = py_table.scan() if snapshot_id is None else py_table.scan(snapshot_id=snapshot_id)
+    return sorted(scan.to_arrow().to_pylist(), key=lambda r: r["id"])
 
 
-def test_pyiceberg_reads_the_same_rows_after_every_rewrite(tmp_path: Path) -> None:
+class _Reader:
+    """What PyIceberg reads: the rows of each snapshot as first seen, checked again after each
+    operation for every snapshot still in the metadata."""
+
+    def __init__(self, py: Any) -> None:
+        self.py = py
+        self.seen: dict[int, list[dict[str, Any]]] = {}
+
+    def record(self) -> None:
+        """Remember how PyIceberg reads every snapshot now (after a writer's commits)."""
+        table = self.py.load_table("db.t")
+        for snap in table.snapshots():
+            self.seen.setdefault(snap.snapshot_id, _rows(table, snap.snapshot_id))
+
+    def check(self, expected: list[dict[str, Any]], step: str) -> None:
+        table = self.py.load_table("db.t")
+        assert _rows(table) == expected, step
+        current = table.current_snapshot().snapshot_id
+        for snap in table.snapshots():
+            sid = snap.snapshot_id
+            if sid not in self.seen:
+                # A snapshot this step committed reads as the table does now.
+                assert sid == current, f"{step}: unexpected new snapshot {sid}"
+                self.seen[sid] = expected
+            assert _rows(table, sid) == self.seen[sid], f"{step}: snapshot {sid}"
+
+
+def _operations(t: Table, version: int) -> list[tuple[str, dict[str, Any]]]:
+    deletes = (
+        [("rewrite_deletion_vectors", {"rewrite_all": True, "min_input_files": 1})]
+        if version >= 3
+        else [("rewrite_position_delete_files", {"rewrite_all": True, "min_input_files": 1})]
+        if version == 2
+        else []
+    )
+    return [
+        *deletes,
+        ("rewrite_data_files", {"min_input_files": 2} if version < 3 else {"rewrite_all": True}),
+        ("rewrite_manifests", {}),
+        ("expire_snapshots", {"older_than": soon_ms(), "retain_last": 3}),
+        ("remove_orphan_files", {"older_than": soon_ms(), "force": True, "dry_run": False}),
+    ]
+
+
+def _run_all(t: Table, version: int, reader: _Reader, expected: list[dict[str, Any]]) -> None:
+    stray = Path(local(t.location)) / "data" / f"stray-v{version}.parquet"
+    stray.write_bytes(b"left by a crashed writer")
+    for name, options in _operations(t, version):
+        result = getattr(t.maintenance, name)(**options).run()
+        if name == "remove_orphan_files":
+            assert f"file://{stray}" in result.orphan_file_locations and not stray.exists()
+        elif name == "expire_snapshots":
+            assert result.expired_snapshot_ids, name
+        else:
+            assert result.snapshot_id is not None, name
+        reader.check(expected, f"v{version} {name}")
+        t.refresh()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_pyiceberg_reads_identically_after_every_operation(tmp_path: Path, version: int) -> None:
     from pyiceberg.partitioning import PartitionField, PartitionSpec
     from pyiceberg.schema import Schema
     from pyiceberg.transforms import IdentityTransform
@@ -66,42 +133,34 @@ def test_pyiceberg_reads_the_same_rows_after_every_rewrite(tmp_path: Path) -> No
         "db.t",
         schema=schema,
         partition_spec=PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region")),
-        properties={"format-version": "2"},
+        properties={"format-version": str(version)},
     )
     for i in range(8):
         py_table.append(_batch(i * 25))
-    py_table = py.load_table("db.t")
-    py_table.delete("id < 10")  # PyIceberg's copy-on-write delete
-    expected = _rows(py)
+    py.load_table("db.t").delete("id < 10")  # PyIceberg's copy-on-write delete
+    reader = _Reader(py)
+    reader.record()
+    expected = _rows(py.load_table("db.t"))
 
     firn: SqlCatalog = make_sqlite_catalog(tmp_path, name="shared")
     t = firn.load_table("db.t")
-    t.set_properties({"write.delete.mode": "merge-on-read"})
-    t.delete("id in (30, 77, 151)")  # v2 position delete files written by Firn
+    if version >= 2:
+        t.set_properties({"write.delete.mode": "merge-on-read"})
+    t.delete("id in (30, 77, 151)")  # v2: position delete files; v1: copy-on-write
     expected = [r for r in expected if r["id"] not in (30, 77, 151)]
-    assert _rows(py) == expected
+    reader.check(expected, "after Firn's delete")
+    reader.record()
+    _run_all(t, version, reader, expected)
 
-    steps: list[tuple[str, dict[str, Any]]] = [
-        ("rewrite_position_delete_files", {"rewrite_all": True}),
-        ("rewrite_data_files", {"min_input_files": 2}),
-        ("rewrite_manifests", {}),
-    ]
-    for name, options in steps:
-        result = getattr(t.maintenance, name)(**options).run()
-        assert result.snapshot_id is not None, name
-        assert _rows(py) == expected, name
-
-    t.upgrade(format_version=3)
-    t.delete("id in (40, 41, 99)")  # deletion vectors
-    expected = [r for r in expected if r["id"] not in (40, 41, 99)]
-    assert _rows(py) == expected
-    v3_steps: list[tuple[str, dict[str, Any]]] = [
-        ("rewrite_deletion_vectors", {"rewrite_all": True}),
-        ("rewrite_data_files", {"rewrite_all": True}),  # one file per partition is left: redo all
-        ("rewrite_manifests", {}),
-    ]
-    for name, options in v3_steps:
-        result = getattr(t.maintenance, name)(**options).run()
-        assert result.snapshot_id is not None, name
-        assert _rows(py) == expected, name
+    if version == 2:
+        t.upgrade(format_version=3)
+        t.delete("id in (40, 41, 99)")  # deletion vectors
+        expected = [r for r in expected if r["id"] not in (40, 41, 99)]
+        reader.check(expected, "v3 deletes")
+        reader.record()
+        _run_all(t, 3, reader, expected)
+    else:
+        # PyIceberg keeps writing to its v1 table after Firn's maintenance.
+        py.load_table("db.t").append(_batch(1000, 5))
+        assert [r["id"] for r in _rows(py.load_table("db.t"))][-5:] == list(range(1000, 1005))
     firn.close()
