@@ -1,5 +1,7 @@
 """Property test: random sequences of appends, deletes (positions, DVs, equality deletes) and
-rewrites keep a table's rows equal to an in-memory model of them, on v2, v3 and V4."""
+maintenance (compaction, delete and manifest rewrites, root flushes, expiry, orphan removal)
+keep a table's rows equal to an in-memory model of them, on v2, v3 and V4: the current rows
+after every step, and the rows of every snapshot still in the metadata (time travel)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 
 from firn.deletes.writers import write_equality_delete_files
 from tests.fixtures.catalogs import make_sqlite_catalog
+from tests.fixtures.maintenance import local, soon_ms
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("part", pa.int32())])
 
@@ -23,6 +26,9 @@ OPS = st.one_of(
     st.tuples(st.just("compact"), st.integers(1, 3), st.booleans(), st.booleans()),
     st.tuples(st.just("deletes"), st.booleans()),
     st.tuples(st.just("manifests")),
+    st.tuples(st.just("flush")),
+    st.tuples(st.just("expire"), st.integers(1, 3)),
+    st.tuples(st.just("orphans")),
 )
 
 
@@ -59,8 +65,20 @@ def _apply(t: Any, op: tuple[Any, ...], model: set[int], next_id: int, version: 
             t.maintenance.rewrite_deletion_vectors(rewrite_all=op[1], min_input_files=1).run()
         else:
             t.maintenance.rewrite_position_delete_files(rewrite_all=op[1], min_input_files=1).run()
-    else:
+    elif kind == "manifests":
         t.maintenance.rewrite_manifests().run()
+    elif kind == "flush":
+        if version >= 4:
+            t.maintenance.flush_root(force=True).run()
+    elif kind == "expire":
+        t.maintenance.expire_snapshots(older_than=soon_ms(), retain_last=op[1]).run()
+    else:
+        stray = Path(local(t.location)) / "data" / f"stray-{next_id}.parquet"
+        stray.parent.mkdir(parents=True, exist_ok=True)
+        stray.write_bytes(b"written by a writer that never committed")
+        result = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
+        assert f"file://{stray}" in result.orphan_file_locations or str(stray) in result.orphan_file_locations
+        assert not stray.exists()
     return next_id
 
 
@@ -81,9 +99,21 @@ def test_random_histories_match_the_model(version: int, ops: list[tuple[Any, ...
             },
         )
         model: set[int] = set()
+        at: dict[int, list[int]] = {}  # the model's rows at each snapshot
         next_id = 0
         for op in ops:
             next_id = _apply(t, op, model, next_id, version)
             got = sorted(t.scan(columns=["id"]).to_arrow().column("id").to_pylist())
             assert got == sorted(model), op
+            for snap in t.metadata.snapshots:  # what this step committed reads as the model now
+                at.setdefault(snap.snapshot_id, sorted(model))
+            if op[0] in ("expire", "orphans"):
+                _time_travel(t, at, op)
+        _time_travel(t, at, "end")
         catalog.close()
+
+
+def _time_travel(t: Any, at: dict[int, list[int]], step: object) -> None:
+    for snap in t.metadata.snapshots:
+        got = sorted(t.scan(snapshot_id=snap.snapshot_id, columns=["id"]).to_arrow().column("id").to_pylist())
+        assert got == at[snap.snapshot_id], (step, snap.snapshot_id)
