@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -59,15 +60,22 @@ def _str(name: str, value: object) -> str:
     raise ValidationError(f"option {name!r} must be a string, got {value!r}")
 
 
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
 def _timestamp_ms(name: str, value: object) -> int:
-    """A point in time: a timezone-aware datetime, epoch milliseconds, or ISO-8601 text with an
-    offset. A naive datetime is refused: which day it means depends on the machine."""
+    """A point in time: a timezone-aware datetime, epoch milliseconds (an int, or a float such
+    as ``time.time() * 1000``, truncated), or ISO-8601 text with an offset. A naive datetime
+    (or text without an offset) is refused: which instant it means depends on the machine."""
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value)
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             raise ValidationError(
                 f"option {name!r} needs a timezone-aware datetime, got naive {value.isoformat()}"
             )
-        return int(value.timestamp() * 1000)
+        # Integer arithmetic: a float of seconds can land a millisecond early.
+        return (value - _EPOCH) // dt.timedelta(milliseconds=1)
     if isinstance(value, str):
         text = value.strip()
         if text.lstrip("-").isdigit():
@@ -78,8 +86,16 @@ def _timestamp_ms(name: str, value: object) -> int:
             raise ValidationError(
                 f"option {name!r} must be epoch milliseconds or an ISO-8601 time, got {value!r}"
             ) from None
+        if parsed.tzinfo is None:
+            raise ValidationError(
+                f"option {name!r} needs a time with an offset (2024-01-02T00:00:00Z), got {value!r}"
+            )
         return _timestamp_ms(name, parsed)
-    return _int(name, value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ValidationError(
+        f"option {name!r} must be a timezone-aware datetime, epoch milliseconds or ISO-8601 text, got {value!r}"
+    )
 
 
 def _int_list(name: str, value: object) -> tuple[int, ...]:
