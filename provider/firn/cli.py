@@ -22,7 +22,8 @@ output stays parseable.
 
 Exit codes: 0 success; 1 the operation failed (a commit conflict that outlasted its retries, an
 unreadable file, ...); 2 bad input (unknown table or option, malformed catalog URI, no
-catalog, an operation this table or build does not support); 3 another maintenance run holds
+catalog, an operation this table or build does not support, a missing argument or unknown flag:
+always one line on stderr); 3 another maintenance run holds
 the table's lease (the message names its holder, operation and expiry).
 """
 
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
+from click.exceptions import NoArgsIsHelpError
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -78,6 +80,38 @@ class CliError(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         click.echo(f"firn: error: {self.message}", err=True)
+
+
+class _FirnGroup(click.Group):
+    """The root group: click's usage errors (a missing argument, an unknown flag or command)
+    are one line on stderr with exit code 2, like every other bad input."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except NoArgsIsHelpError as e:  # a bare group (``firn``, ``firn maintain``): its help
+            e.show()
+            sys.exit(e.exit_code)
+        except click.UsageError as e:
+            where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+            click.echo(f"firn: error: {' '.join(e.format_message().split())}{where}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.Abort:
+            click.echo("firn: aborted", err=True)
+            sys.exit(EXIT_FAILED)
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 # -- common options ----------------------------------------------------------------------------------
@@ -162,6 +196,9 @@ def _open_catalog(s: Settings) -> Catalog:
         )
     except FirnError as e:
         raise CliError(f"cannot open catalog {uri}: {e}", EXIT_BAD_INPUT) from e
+    except Exception as e:  # a URI the database driver rejects (sqlite://relative.db, ...)
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CliError(f"cannot open catalog {uri}: {first}", EXIT_BAD_INPUT) from e
 
 
 @contextmanager
@@ -206,7 +243,7 @@ def _kv_table(title: str, rows: Mapping[str, Any]) -> RichTable:
 
 
 # -- the command groups --------------------------------------------------------------------------------
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_FirnGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @_common_options
 @click.pass_context
 def main(

@@ -20,6 +20,8 @@ from firn.cli import EXIT_BAD_INPUT, EXIT_LEASE_HELD, main, maintain
 from firn.maintenance import TableMaintenance
 from firn.maintenance.operations import NIGHTLY_ORDER, SHORT_NAMES, method_name
 from tests.fixtures.catalogs import make_sqlite_catalog
+from tests.fixtures.maintenance import local, soon_ms
+from tests.fixtures.rewrites import MOR, events, fill, ids, make_table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
 # The CLI subcommands and Spark job operations of the briefing, and the methods they run.
@@ -68,16 +70,17 @@ def test_names_are_the_briefing_s_and_plug_in_by_method_name() -> None:
 
 
 @pytest.mark.parametrize("short", sorted(BRIEFING_NAMES))
-def test_every_subcommand_runs_its_method_or_says_it_is_missing(uri: str, short: str) -> None:
+def test_every_subcommand_prints_its_plan_with_dry_run(uri: str, catalog: SqlCatalog, short: str) -> None:
     method = BRIEFING_NAMES[short]
+    assert hasattr(TableMaintenance, method)
+    before = catalog.load_table("db.v4").metadata_location
     result = firn("maintain", short, "db.v4", "--catalog", uri, "--dry-run", "--json")
-    if hasattr(TableMaintenance, method):
-        assert result.exit_code == 0, result.output
-        plan = json.loads(result.stdout)
-        assert plan["operation"] == method and plan["table"] == "db.v4"
-    else:  # built by another part of issue 11; the name is already wired
-        assert result.exit_code == EXIT_BAD_INPUT
-        assert f"table.maintenance.{method} is not available" in result.stderr
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert plan["operation"] == method and plan["table"] == "db.v4"
+    human = firn("maintain", short, "db.v4", "--catalog", uri, "--dry-run")
+    assert human.exit_code == 0 and human.stdout.startswith(f"{method} on db.v4 (snapshot ")
+    assert catalog.load_table("db.v4").metadata_location == before  # a dry run commits nothing
 
 
 def test_table_commands(uri: str) -> None:
@@ -137,6 +140,52 @@ def test_flush_run_json_summary_and_progress(uri: str, catalog: SqlCatalog) -> N
     )
 
 
+def test_every_operation_runs_for_real_with_a_json_result_or_a_summary(uri: str, catalog: SqlCatalog) -> None:
+    t = make_table(catalog, "3", properties=MOR)  # db.events: small files and DVs
+    fill(t, "3", appends=4, rows=20)
+    for victim in (1, 6, 22, 41):
+        t.delete(f"id = {victim}")
+    before = ids(t)
+    stray = Path(local(t.location)) / "data" / "stray.parquet"
+    stray.write_bytes(b"never committed")
+    soon = f"older-than={soon_ms()}"
+
+    def run(short: str, *options: str) -> dict[str, Any]:
+        done = firn("maintain", short, "db.events", "--catalog", uri, *options, "--json")
+        assert done.exit_code == 0, done.output
+        data: dict[str, Any] = json.loads(done.stdout)
+        assert data["operation"] == method_name(short, 3)
+        assert ids(t.refresh()) == before  # maintenance never changes the rows
+        return data
+
+    dvs = run("rewrite-dvs", "-o", "rewrite-all=true", "-o", "min-input-files=1")
+    assert dvs["snapshot_id"] and dvs["packed_dvs"] == 4
+    compacted = run("compact", "-o", "min-input-files=2")
+    assert compacted["rewritten_data_files_count"] == 16 and compacted["added_data_files_count"] == 4
+    manifests = run("rewrite-manifests")
+    assert manifests["snapshot_id"] and manifests["rewritten_manifests_count"] > 1
+    history = len(t.snapshots())
+    expired = run("expire", "-o", soon, "-o", "retain-last=1")
+    assert len(expired["expired_snapshot_ids"]) == history - 1 and len(t.snapshots()) == 1
+    assert expired["deleted_files"]["data_files"] == 16  # the files compaction replaced
+    listed = run("orphans", "-o", soon, "-o", "force=true")  # a dry run unless told otherwise
+    assert (
+        listed["dry_run"]
+        and [local(p) for p in listed["orphan_file_locations"]] == [str(stray)]
+        and stray.exists()
+    )
+    removed = run("orphans", "-o", soon, "-o", "force=true", "-o", "dry-run=false")
+    assert removed["deleted_files"] == 1 and not stray.exists()
+
+    # Without --json: progress on stderr, a summary table on stdout.
+    t.append(events(5, start=500))
+    t.append(events(5, start=600))
+    human = firn("maintain", "compact", "db.events", "--catalog", uri, "-o", "rewrite-all=true", "--progress")
+    assert human.exit_code == 0, human.output
+    assert "rewrite_data_files on db.events: work units" in human.stderr
+    assert "rewrite_data_files on db.events" in human.stdout and "rewritten_data_files_count" in human.stdout
+
+
 def test_recommend_and_run_the_recommendations(uri: str, catalog: SqlCatalog) -> None:
     t = catalog.load_table("db.v4")
     t.set_properties({"commit.root.max-data-files": "2"})
@@ -166,6 +215,18 @@ def test_recommend_and_run_the_recommendations(uri: str, catalog: SqlCatalog) ->
         (["maintain", "flush", "db.v4", "-o", "force"], "--option must be KEY=VALUE"),
         (["maintain", "flush", "db.v2"], "needs a V4 table"),
         (["table", "list", "-p", "novalue"], "--catalog-property must be KEY=VALUE"),
+        (["maintain", "expire"], "Missing argument 'TABLE'. (see '"),
+        (["maintain", "expire", "db.v4", "--dry-rn"], "No such option '--dry-rn'"),
+        (["maintain", "defragment", "db.v4"], "No such command 'defragment'"),
+        (["table", "snapshots", "db.v4", "--limit", "0"], "Invalid value for '--limit'"),
+        (
+            ["maintain", "expire", "db.v4", "-o", "older-than=yesterday"],
+            "epoch milliseconds or an ISO-8601 time",
+        ),
+        (
+            ["maintain", "expire", "db.v4", "-o", "older-than=2024-01-02T00:00:00"],
+            "needs a time with an offset",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(uri: str, args: list[str], message: str) -> None:
@@ -185,6 +246,11 @@ def test_bad_input_is_one_line_and_exit_2(uri: str, args: list[str], message: st
             ["--catalog", "sqlite:////no/such/catalog.db"],
             "catalog database /no/such/catalog.db does not exist",
         ),
+        (
+            ["--catalog", "sqlite://relative.db"],
+            "cannot open catalog sqlite://relative.db: Invalid SQLite URL",
+        ),
+        (["--catalog", "not a uri"], "unsupported catalog URI 'not a uri'"),
     ],
 )
 def test_bad_catalogs_exit_2(catalog_args: list[str], message: str) -> None:
