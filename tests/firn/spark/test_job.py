@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,8 @@ import pytest
 
 from firn.errors import Unsupported
 from firn.spark import job
-from tests.fixtures.spark_tables import build_table, catalog_uri, spark_catalog
+from firn.table.table import Table
+from tests.fixtures.spark_tables import build_table, catalog_uri, same_rows, spark_catalog
 from tests.fixtures.tables import events
 
 
@@ -108,7 +111,8 @@ def test_dry_run_as_a_script_plans_without_spark(tmp_path: Path) -> None:
     snapshots = len(table.snapshots())
     done = _script(*_args(tmp_path, "flush", "db.events", options='{"force": true}', dry_run=True))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().startswith("firn flush: 1 table(s), 1 planned, 0 failed")
+    [line] = done.stdout.strip().splitlines()  # one summary line
+    assert line.startswith("firn flush: 1 table(s), 1 planned, 0 failed")
     [entry] = json.loads((tmp_path / "out.json").read_text())
     assert entry["operation"] == "flush_root" and entry["dry_run"] is True
     assert entry["move_data_files"] is True and "would move" in entry["description"]
@@ -151,3 +155,112 @@ def test_run_over_a_namespace_commits_each_table(spark: Any, tmp_path: Path) -> 
     assert job.summary(args, entries, failed, 1.5).startswith(
         "firn flush: 3 table(s), 2 done, 1 failed in 1500 ms"
     )
+
+
+def _later() -> int:
+    return int(time.time() * 1000) + 2000
+
+
+def _plant_orphans(table: Table) -> None:
+    for i in range(2):
+        Path(table.location.removeprefix("file://"), "data", f"stray-{i}.parquet").write_bytes(b"x")
+
+
+def _second_position_deletes(table: Table) -> None:
+    table.delete("id = 44 or id = 45 or id = 46 or id = 47")
+
+
+# (operation, table kind, preparation, --options in Iceberg's hyphenated names, method run)
+EVERY_OPERATION: list[tuple[str, str, Callable[[Table], None] | None, dict[str, Any], str]] = [
+    (
+        "compact",
+        "v2-deletes",
+        None,
+        {"min-input-files": 2, "target-file-size-bytes": 1 << 20},
+        "rewrite_data_files",
+    ),
+    ("rewrite-dvs", "v3-dvs", None, {"min-input-files": 2}, "rewrite_deletion_vectors"),
+    (
+        "rewrite-dvs",
+        "v2-deletes",
+        _second_position_deletes,
+        {"min-input-files": 2},
+        "rewrite_position_delete_files",
+    ),
+    ("rewrite-manifests", "v2-deletes", None, {"use-caching": False}, "rewrite_manifests"),
+    ("expire", "v3-dvs", None, {"retain-last": 1, "older-than": "later"}, "expire_snapshots"),
+    (
+        "orphans",
+        "v1",
+        _plant_orphans,
+        {"older-than": "later", "dry-run": False, "force": True},
+        "remove_orphan_files",
+    ),
+    ("flush", "v4", None, {"force": True}, "flush_root"),
+]
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+@pytest.mark.parametrize(
+    ("operation", "kind", "prepare", "options", "method"),
+    EVERY_OPERATION,
+    ids=[f"{c[0]}-{c[1]}" for c in EVERY_OPERATION],
+)
+def test_every_operation_runs_with_hyphenated_options(
+    spark: Any,
+    tmp_path: Path,
+    operation: str,
+    kind: str,
+    prepare: Callable[[Table], None] | None,
+    options: dict[str, Any],
+    method: str,
+) -> None:
+    table = build_table(spark_catalog(tmp_path), kind)
+    if prepare is not None:
+        prepare(table)
+    before = table.refresh().scan().to_arrow()
+    snapshots = len(table.snapshots())
+    options = {k: _later() if v == "later" else v for k, v in options.items()}
+    args = job.parse_args(_args(tmp_path, operation, "db.events", options=json.dumps(options)))
+    entries, failed = job.run(args, spark)
+    assert failed == 0, entries
+    [entry] = entries
+    assert entry["operation"] == method and entry["table"] == "db.events"
+    assert json.loads((tmp_path / "out.json").read_text()) == json.loads(json.dumps(entries))
+    table.refresh()
+    if entry["snapshot_id"] is not None:  # a commit: the table's new current snapshot
+        assert entry["snapshot_id"] == table.current_snapshot().snapshot_id  # type: ignore[union-attr]
+        assert len(table.snapshots()) == snapshots + 1
+    else:  # expiry and orphan removal delete files
+        assert entry["deleted_files"], entry
+    if operation == "expire":
+        assert len(table.snapshots()) == 1
+    if operation == "orphans":
+        assert len(entry["orphan_file_locations"]) == 2
+    assert same_rows(table.scan().to_arrow(), before)
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_the_catalog_comes_from_the_spark_conf(spark: Any, tmp_path: Path) -> None:
+    build_table(spark_catalog(tmp_path), "v4")
+    argv = [
+        "flush",
+        "--table",
+        "db.events",
+        "--options",
+        '{"force": true}',
+        "--result",
+        str(tmp_path / "r.json"),
+    ]
+    spark.conf.set("spark.firn.catalog.uri", catalog_uri(tmp_path))
+    spark.conf.set("spark.firn.catalog.warehouse", str(tmp_path / "warehouse"))
+    try:
+        entries, failed = job.run(job.parse_args([*argv, "--dry-run"]), spark)
+    finally:
+        spark.conf.unset("spark.firn.catalog.uri")
+        spark.conf.unset("spark.firn.catalog.warehouse")
+    assert failed == 0 and entries[0]["dry_run"] is True and entries[0]["table"] == "db.events"
+    with pytest.raises(Exception, match="catalog"):  # none left: a clear error naming it
+        job.run(job.parse_args(argv), spark)

@@ -295,3 +295,19 @@ def test_spark_catalog_from_session_conf(spark: Any, tmp_path: Path, catalog: Sq
         spark.conf.unset("spark.firn.catalog.uri")
         firn.spark.register(spark)
     assert same_rows(got, table.scan().to_arrow())
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_spark_input_partitions_and_columns(spark: Any, tmp_path: Path, catalog: SqlCatalog) -> None:
+    table = build_table(catalog, "v2-deletes")
+    files = len(table.scan().plan_files())
+    uri = catalog_uri(tmp_path)
+    read = spark.read.format("firn").option("catalog", uri)
+    # Small files are grouped so each of local[2]'s cores gets one partition ...
+    assert read.load("db.events").rdd.getNumPartitions() == 2 < files
+    # ... and with a split size below any file, each planned file is its own partition.
+    assert read.option("split-size", "1").load("db.events").rdd.getNumPartitions() == files
+    df = spark.read.format("firn").option("catalog", uri).option("columns", "region, id").load("db.events")
+    assert df.columns == ["region", "id"]
+    assert same_rows(df.toArrow(), table.scan(columns=["region", "id"]).to_arrow())

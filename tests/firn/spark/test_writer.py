@@ -351,3 +351,39 @@ def test_spark_write_failure_leaves_no_files(spark: Any, tmp_path: Path, catalog
     assert _data_files(table) == before and len(table.snapshots()) == snapshots
     with pytest.raises(Exception, match="required column 'id' is missing"):
         df.drop("id").write.format("firn").option("catalog", uri).mode("append").save("db.events")
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_spark_writes_follow_the_table_properties(spark: Any, tmp_path: Path, catalog: SqlCatalog) -> None:
+    data_dir = tmp_path / "elsewhere"
+    table = catalog.create_table(
+        "db.props",
+        EVENTS_SCHEMA,
+        partition_spec=[("region", "identity")],
+        properties={
+            "format-version": "2",
+            "write.parquet.compression-codec": "gzip",
+            "write.data.path": str(data_dir),
+            "write.metadata.metrics.column.name": "none",
+            "write.target-file-size-bytes": "16384",
+        },
+    )
+    uri = catalog_uri(tmp_path)
+    struct = spark_schema(table.schema())
+    df = spark.createDataFrame(events(2000).to_pylist(), schema=struct).repartition(2)
+    df.write.format("firn").option("catalog", uri).mode("append").save("db.props")
+    tasks = table.refresh().scan().plan_files()
+    files = [t.file for t in tasks]
+    assert sum(f.record_count for f in files) == 2000
+    assert len(files) > 2 * 4  # split at the target size: more than one file per task and partition
+    name_id = table.schema().find_field("name").field_id
+    import pyarrow.parquet as pq
+
+    for f in files:
+        local = f.file_path.removeprefix("file://")
+        assert local.startswith(f"{data_dir}/region=")
+        meta = pq.ParquetFile(local).metadata
+        assert {meta.row_group(0).column(i).compression for i in range(meta.num_columns)} == {"GZIP"}
+        assert name_id not in (f.lower_bounds or {}) and 1 in (f.lower_bounds or {})
+    assert same_rows(table.scan().to_arrow(), events(2000))
