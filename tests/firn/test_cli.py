@@ -4,6 +4,8 @@ documented exit codes, and one run of the installed script in a subprocess."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -184,6 +186,53 @@ def test_every_operation_runs_for_real_with_a_json_result_or_a_summary(uri: str,
     assert human.exit_code == 0, human.output
     assert "rewrite_data_files on db.events: work units" in human.stderr
     assert "rewrite_data_files on db.events" in human.stdout and "rewritten_data_files_count" in human.stdout
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _readme_commands() -> list[list[str]]:
+    """The ``firn`` lines of the README's Maintenance section, as argument lists."""
+    text = README.read_text()
+    section = text[text.index("## Maintenance\n") : text.index("\n## ", text.index("## Maintenance\n") + 1)]
+    out = []
+    for block in re.findall(r"```sh\n(.*?)```", section, flags=re.S):
+        for line in block.splitlines():
+            words = shlex.split(line, comments=True)
+            if words and words[0] == "firn":
+                out.append(words[1:])
+    return out
+
+
+def test_the_readme_maintenance_commands_run(tmp_path: Path) -> None:
+    commands = _readme_commands()
+    ran = {tuple(c[:2]) for c in commands}
+    assert {("maintain", short) for short in BRIEFING_NAMES} <= ran  # every operation is shown
+    assert {("table", sub) for sub in ("list", "show", "snapshots", "files", "health")} <= ran
+    c = make_sqlite_catalog(tmp_path, name="default")
+    c.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("area", pa.string())])
+    events_table = c.create_table(
+        "db.events",
+        schema=schema,
+        partition_spec=[("area", "identity")],
+        properties={"format-version": "3", **MOR},
+    )
+    people = c.create_table("db.people", schema=schema, properties={"format-version": "3", **MOR})
+    v4 = c.create_table("db.events_v4", schema=schema)
+    for i in range(4):
+        batch = pa.table({"id": [2 * i, 2 * i + 1], "area": ["eu", "us"]}, schema=schema)
+        for t in (events_table, people, v4):
+            t.append(batch)
+    people.delete("id = 1")
+    people.delete("id = 4")
+    c.close()
+    env = {"FIRN_CATALOG_URI": f"sqlite:///{tmp_path / 'catalog.db'}"}
+    for args in commands:
+        result = firn(*args, env=env)
+        assert result.exit_code == 0, (args, result.output)
+        if "--json" in args:
+            json.loads(result.stdout)
 
 
 def test_recommend_and_run_the_recommendations(uri: str, catalog: SqlCatalog) -> None:
