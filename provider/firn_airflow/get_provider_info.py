@@ -30,8 +30,12 @@ from firn_airflow.constants import (
 
 HOOK_MODULES: tuple[str, ...] = ("firn_airflow.hooks.firn",)
 OPERATOR_MODULES: tuple[str, ...] = ()
-SENSOR_MODULES: tuple[str, ...] = ()
-TRIGGER_MODULES: tuple[str, ...] = ()
+SENSOR_MODULES: tuple[str, ...] = ("firn_airflow.sensors.health", "firn_airflow.sensors.new_snapshot")
+TRIGGER_MODULES: tuple[str, ...] = (
+    "firn_airflow.triggers.health",
+    "firn_airflow.triggers.new_snapshot",
+    "firn_airflow.triggers.commit",
+)
 
 _OPTIONAL_STRING: dict[str, Any] = {"type": ["string", "null"]}
 
