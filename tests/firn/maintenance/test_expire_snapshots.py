@@ -269,6 +269,34 @@ def test_ref_retention_settings_are_honoured(sqlite_catalog: SqlCatalog) -> None
     _no_leftovers(t)
 
 
+def test_a_branch_s_max_snapshot_age_ms_overrides_older_than(sqlite_catalog: SqlCatalog) -> None:
+    t = _table(sqlite_catalog, 2)
+    t.append(_batch(0))
+    base = t.current_snapshot()
+    assert base is not None
+    with t.manage_snapshots() as refs:
+        refs.create_branch("recent", base.snapshot_id, max_snapshot_age_ms=3_600_000)  # one hour
+        refs.create_branch("plain", base.snapshot_id)
+    for i in range(3):
+        t.append(_batch(100 + 10 * i), branch="recent")
+        t.append(_batch(200 + 10 * i), branch="plain")
+        t.append(_batch(1000 + 10 * i))
+    before = _snapshot(t)
+    result = t.maintenance.expire_snapshots(older_than=soon_ms(), retain_last=1).run()
+    assert_expiry_safe(t, *before)
+    # Every ancestor of "recent" is younger than its own hour: all kept, whatever older_than.
+    assert len(t.metadata.ancestors_of(t.refs()["recent"].snapshot_id)) == 4
+    # "plain" and main fall back to older_than / retain_last.
+    assert len(t.metadata.ancestors_of(t.refs()["plain"].snapshot_id)) == 1
+    assert len(t.metadata.ancestors_of(t.current_snapshot().snapshot_id)) == 1  # type: ignore[union-attr]
+    assert base.snapshot_id not in result.expired_snapshot_ids  # an ancestor of "recent"
+    # The table default applies to refs without their own setting.
+    t.set_properties({"history.expire.max-ref-age-ms": "1"})
+    again = t.maintenance.expire_snapshots(older_than=soon_ms(), retain_last=1).plan()
+    assert set(again.expire_refs) == {"plain", "recent"}
+    _no_leftovers(t)
+
+
 # -- gc, metadata, statistics -----------------------------------------------------------------------
 def test_gc_disabled_is_metadata_only(sqlite_catalog: SqlCatalog) -> None:
     t = _table(sqlite_catalog, 2, **{"gc.enabled": "false"})

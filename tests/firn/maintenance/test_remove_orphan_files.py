@@ -239,3 +239,50 @@ def test_projected_manifest_read_matches_the_full_decode(sqlite_catalog: SqlCata
         assert list(fast.snapshot_id) == [e.snapshot_id for e in full]
         assert list(fast.size) == [e.data_file.file_size_in_bytes for e in full]
         assert list(fast.content) == [int(e.data_file.content) for e in full]
+
+
+def _memory_table_with_authority_copy(authority: str) -> tuple[Table, str, str]:
+    """A table at memory://<authority>/..., and a copy of one of its data files that differs
+    only in the authority."""
+    catalog = InMemoryCatalog("m")
+    t = _table(catalog)
+    data = t.scan().plan_files()[0].file.file_path
+    scheme, own, _ = split_location(data)
+    assert scheme == "memory" and own
+    copy = data.replace(f"memory://{own}/", f"memory://{authority}/", 1)
+    t.io.new_output(copy).write(t.io.new_input(data).read())
+    return t, copy, t.location.replace(f"memory://{own}/", f"memory://{authority}/", 1)
+
+
+def test_equal_authorities() -> None:
+    t, copy, location = _memory_table_with_authority_copy("replica")
+    own = split_location(t.location)[1]
+    options: dict[str, object] = {"older_than": soon_ms(), "force": True, "location": location}
+    with pytest.raises(
+        ValidationError, match=rf"memory://{own} \(referenced\) vs memory://replica \(listed\)"
+    ):
+        t.maintenance.remove_orphan_files(**options).plan()
+    same = t.maintenance.remove_orphan_files(**options, equal_authorities={"replica,mirror": own}).plan()
+    assert same.orphans == () and same.mismatched == 0 and same.listed >= 1
+    other = t.maintenance.remove_orphan_files(**options, equal_authorities={"mirror": own}).plan
+    with pytest.raises(ValidationError, match="prefix_mismatch_mode"):
+        other()
+    deleted = t.maintenance.remove_orphan_files(**options, prefix_mismatch_mode="delete").plan()
+    assert [o.path for o in deleted.orphans] == [copy]
+
+
+def test_s3_schemes_are_equal_by_default() -> None:
+    """Iceberg's default ``equal_schemes`` ({"s3n,s3a": "s3"}): a file listed as s3a:// that the
+    table references as s3:// is the same file."""
+    from firn.maintenance.remove_orphan_files import DEFAULT_EQUAL_SCHEMES, _Matcher
+
+    assert DEFAULT_EQUAL_SCHEMES == {"s3n,s3a": "s3"}
+    matcher = _Matcher(DEFAULT_EQUAL_SCHEMES, {})
+    matcher.add_all(["s3://bucket/t/data/a.parquet", "/t/data/b.parquet"])
+    assert matcher.match("s3a://bucket/t/data/a.parquet", "ERROR") == (False, None)
+    assert matcher.match("s3n://bucket//t/data/a.parquet", "ERROR") == (False, None)
+    # A referenced path without scheme or authority matches any (Java's FileURI).
+    assert matcher.match("hdfs://nn:8020/t/data/b.parquet", "ERROR") == (False, None)
+    assert matcher.match("gs://bucket/t/data/a.parquet", "ERROR")[1] is not None  # a mismatch
+    assert matcher.match("gs://bucket/t/data/a.parquet", "DELETE") == (True, None)
+    assert matcher.match("s3://bucket/t/data/c.parquet", "ERROR") == (True, None)  # unreferenced

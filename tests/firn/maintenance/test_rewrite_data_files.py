@@ -84,6 +84,38 @@ def test_compaction_keeps_every_row_and_the_history(sqlite_catalog: SqlCatalog, 
         assert (lo, hi) == (min(got), max(got))
 
 
+def test_defaults_are_iceberg_s_and_the_target_comes_from_the_table(sqlite_catalog: SqlCatalog) -> None:
+    t = make_table(sqlite_catalog, "2", partition_spec=None)
+    fill(t, "2", appends=2, rows=10)
+    plan = t.maintenance.rewrite_data_files().plan()
+    assert plan.target_file_size_bytes == 512 * 1024 * 1024  # write.target-file-size-bytes
+    assert {k: v for k, v in plan.options.items() if k not in ("branch", "output-spec-id")} == {
+        "strategy": "binpack",
+        "target-file-size-bytes": 536_870_912,
+        "min-file-size-bytes": 402_653_184,  # 0.75x
+        "max-file-size-bytes": 966_367_641,  # 1.8x
+        "min-input-files": 5,
+        "delete-file-threshold": 2**31 - 1,
+        "delete-ratio-threshold": 0.3,
+        "max-file-group-size-bytes": 100 * 1024**3,
+        "rewrite-all": False,
+        "partial-progress.enabled": False,
+        "partial-progress.max-commits": 10,
+        "partial-progress.max-failed-commits": 10,
+        "max-concurrent-file-group-rewrites": 5,
+        "use-starting-sequence-number": True,
+        "remove-dangling-deletes": False,
+        "rewrite-job-order": "none",
+    }
+    t.set_properties({"write.target-file-size-bytes": "1000"})
+    sized = t.maintenance.rewrite_data_files().plan().options
+    assert (sized["target-file-size-bytes"], sized["min-file-size-bytes"], sized["max-file-size-bytes"]) == (
+        1000,
+        750,
+        1800,
+    )
+
+
 def test_min_input_files_and_size_criteria_are_honoured(sqlite_catalog: SqlCatalog) -> None:
     t = make_table(sqlite_catalog, "2", partition_spec=None)
     fill(t, "2", appends=4, rows=10)
