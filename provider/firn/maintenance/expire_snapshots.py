@@ -1,7 +1,8 @@
 """Snapshot expiry (Iceberg's ``expire_snapshots`` procedure; spec "Snapshot Retention Policy").
 
 ``table.maintenance.expire_snapshots(older_than=..., retain_last=..., snapshot_ids=...,
-clean_expired_metadata=..., max_concurrent_deletes=...)``:
+clean_expired_metadata=..., max_concurrent_deletes=...)`` (Iceberg's ``stream_results`` is
+accepted and has no effect: the deletes are work units on the runner already):
 
 * ``.plan()`` (the dry run) evaluates the retention policy (``firn.core.retention``: table
   defaults ``history.expire.*``, overridden by ``older_than`` / ``retain_last``, and each ref's
@@ -479,6 +480,12 @@ class ExpireSnapshots(MaintenanceOperation[ExpireSnapshotsPlan, ExpireSnapshotsR
         ),
         Option(
             "max-concurrent-deletes", "int", "at most this many file deletes at once (default: the runner's)"
+        ),
+        Option(
+            "stream-results",
+            "bool",
+            "Iceberg's Spark driver-memory switch; accepted, no effect here: deletes are already "
+            "work units spread by the runner",
         ),
     )
 

@@ -2,7 +2,8 @@
 
 ``table.maintenance.remove_orphan_files(older_than=..., location=..., dry_run=...,
 prefix_mismatch_mode=..., equal_schemes=..., equal_authorities=..., max_concurrent_deletes=...,
-force=...)`` lists the files under ``location`` (default: the table location, data and
+force=...)`` (Iceberg's ``stream_results`` and ``prefix_listing`` are accepted and change
+nothing; its Spark-only ``file_list_view`` is not an option here) lists the files under ``location`` (default: the table location, data and
 metadata) through the table's FileIO, so s3/gs/hdfs work as local paths do, and compares them
 with every file the table references:
 
@@ -292,6 +293,18 @@ class RemoveOrphanFiles(MaintenanceOperation[RemoveOrphanFilesPlan, RemoveOrphan
         Option("equal-schemes", "str-map", 'schemes to treat as equal (default {"s3n,s3a": "s3"})'),
         Option("equal-authorities", "str-map", "authorities to treat as equal"),
         Option("force", "bool", "allow an older_than less than a day ago"),
+        Option(
+            "stream-results",
+            "bool",
+            "Iceberg's Spark driver-memory switch; accepted, no effect here: deletes are already "
+            "work units spread by the runner",
+        ),
+        Option(
+            "prefix-listing",
+            "bool",
+            "Iceberg's switch to prefix listing; accepted, no effect here: listing always goes "
+            "through the FileIO's prefix listing",
+        ),
     )
 
     def __init__(self, table: MaintainedTable, **options: object) -> None:

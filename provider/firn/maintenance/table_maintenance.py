@@ -35,14 +35,16 @@ class TableMaintenance:
     def expire_snapshots(self, **options: object) -> ExpireSnapshots:
         """Expire snapshots by the retention policy and delete the files only they reach.
         Options (Iceberg's): ``older_than``, ``retain_last``, ``snapshot_ids``,
-        ``clean_expired_metadata``, ``max_concurrent_deletes``."""
+        ``clean_expired_metadata``, ``max_concurrent_deletes``, ``stream_results`` (accepted,
+        no effect)."""
         return ExpireSnapshots(self._table, **options)
 
     def remove_orphan_files(self, **options: object) -> RemoveOrphanFiles:
         """Find (and with ``dry_run=False`` delete) files under the table location that no
         snapshot or metadata file references. Options (Iceberg's): ``older_than``,
         ``location``, ``dry_run``, ``max_concurrent_deletes``, ``prefix_mismatch_mode``,
-        ``equal_schemes``, ``equal_authorities``; Firn's ``force``."""
+        ``equal_schemes``, ``equal_authorities``, ``stream_results`` and ``prefix_listing``
+        (accepted, no effect); Firn's ``force``."""
         return RemoveOrphanFiles(self._table, **options)
 
     def rewrite_data_files(self, **options: object) -> RewriteDataFiles:

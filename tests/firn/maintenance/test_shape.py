@@ -140,3 +140,20 @@ def test_a_plan_whose_snapshot_was_expired_is_refused(tmp_path: Path) -> None:
     t.maintenance.expire_snapshots(older_than=soon_ms(), retain_last=1).run()
     with pytest.raises(StalePlan, match=f"snapshot {plan.snapshot_id}, which has been expired"):
         plan.execute(t)
+
+
+def test_iceberg_s_spark_only_switches_are_accepted(tmp_path: Path) -> None:
+    """Calls written for Iceberg's procedures keep working: its Spark driver-memory and listing
+    switches are accepted (they change nothing here) and the plan is the same without them."""
+    t = _table(tmp_path, "expire_snapshots")
+    options = {"older_than": soon_ms(), "retain_last": 1}
+    plain = t.maintenance.expire_snapshots(**options).plan()
+    streamed = t.maintenance.expire_snapshots(**options, stream_results=True).plan()
+    assert streamed.expire_snapshot_ids == plain.expire_snapshot_ids and streamed.files == plain.files
+    orphans = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True)
+    listed = t.maintenance.remove_orphan_files(
+        older_than=soon_ms(), force=True, stream_results=True, prefix_listing=True
+    )
+    assert [o.path for o in listed.plan().orphans] == [o.path for o in orphans.plan().orphans]
+    with pytest.raises(ValidationError, match="has no option 'file_list_view'"):
+        t.maintenance.remove_orphan_files(file_list_view="files")
