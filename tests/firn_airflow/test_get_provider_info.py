@@ -67,3 +67,23 @@ def test_airflow_providers_list_shows_the_provider(airflow_home: Path) -> None:
     out = airflow_cli("providers", "list", "--output", "json").stdout
     providers = {p["package_name"]: p for p in json.loads(out[out.index("[") :])}
     assert providers["airflow-provider-firn"]["version"] == get_provider_info()["versions"][0]
+
+
+def test_every_maintenance_operator_is_listed() -> None:
+    import importlib
+    import inspect
+
+    from airflow.sdk import BaseOperator
+
+    from firn_airflow import operators
+
+    (entry,) = get_provider_info()["operators"]
+    assert entry["integration-name"] == "Firn"
+    defined = {
+        name
+        for module in entry["python-modules"]
+        for name, obj in vars(importlib.import_module(module)).items()
+        if inspect.isclass(obj) and issubclass(obj, BaseOperator) and obj.__module__ == module
+    }
+    public = {n for n in operators.__all__ if n.endswith("Operator") and n != "FirnMaintenanceBaseOperator"}
+    assert defined == public and len(public) == 7

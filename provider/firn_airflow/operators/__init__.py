@@ -1,0 +1,37 @@
+"""Firn maintenance operators: one per ``table.maintenance`` operation, one that runs whatever
+``recommend()`` says, and a TaskGroup factory chaining them in nightly order.
+
+::
+
+    from firn_airflow.operators import FirnRewriteDataFilesOperator, firn_table_maintenance
+
+    FirnRewriteDataFilesOperator(task_id="compact", table="db.events", runner="auto")
+    FirnRewriteDataFilesOperator.partial(task_id="compact", runner="local").expand(table=tables)
+    firn_table_maintenance("db.events", skip_if_not_recommended=True)
+"""
+
+from firn_airflow.operators.base import FirnMaintenanceBaseOperator
+from firn_airflow.operators.group import firn_table_maintenance
+from firn_airflow.operators.maintenance import (
+    FirnExpireSnapshotsOperator,
+    FirnFlushRootManifestOperator,
+    FirnRemoveOrphanFilesOperator,
+    FirnRewriteDataFilesOperator,
+    FirnRewriteDeletionVectorsOperator,
+    FirnRewriteManifestsOperator,
+)
+from firn_airflow.operators.outlets import maintenance_alias
+from firn_airflow.operators.recommended import FirnMaintenanceOperator
+
+__all__ = [
+    "FirnExpireSnapshotsOperator",
+    "FirnFlushRootManifestOperator",
+    "FirnMaintenanceBaseOperator",
+    "FirnMaintenanceOperator",
+    "FirnRemoveOrphanFilesOperator",
+    "FirnRewriteDataFilesOperator",
+    "FirnRewriteDeletionVectorsOperator",
+    "FirnRewriteManifestsOperator",
+    "firn_table_maintenance",
+    "maintenance_alias",
+]

@@ -1,0 +1,409 @@
+"""What every Firn maintenance operator does around its operation.
+
+A run, in order:
+
+1. open the catalog of ``firn_conn_id`` (the lease owner is labelled with this task instance,
+   so a refused run sees which Airflow task holds the table) and load the rendered ``table``;
+2. decide what to run (:meth:`FirnMaintenanceBaseOperator.work`): the operator's operation with
+   its options, or nothing (``AirflowSkipException`` with the reason) when
+   ``skip_if_not_recommended`` is set and ``table.maintenance.recommend()`` does not name it;
+3. unless it is a dry run, check the table's maintenance lease: held means skip, wait or fail
+   (``on_lease_held``); the operation takes the lease itself, and a ``LeaseHeld`` it raises
+   (a run that started in between) is handled the same way;
+4. run it where ``runner`` says (:mod:`firn_airflow.operators.runners`);
+5. return the typed result's ``to_dict()`` (XCom) and record it, with the table's health after
+   the run, as the table asset's event (:mod:`firn_airflow.operators.outlets`); OpenLineage
+   gets the files and bytes rewritten (:mod:`firn_airflow.operators.lineage`).
+
+Errors are one clear task error: a Firn error naming the table, connection or Spark job,
+raised without the chain of causes behind it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowSkipException
+
+from firn.catalog.lease import LEASE_OWNER_LABEL, lease_held_error
+from firn.errors import FirnError, LeaseHeld, ValidationError
+from firn_airflow.assets import firn_asset
+from firn_airflow.constants import DEFAULT_CONN_ID, EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
+from firn_airflow.hooks.firn import FirnHook
+from firn_airflow.operators.lineage import maintenance_lineage, openlineage_facets
+from firn_airflow.operators.options import merge_options
+from firn_airflow.operators.outlets import default_outlets, publish_event
+from firn_airflow.operators.runners import (
+    DEFAULT_SPARK_MIN_BYTES,
+    check_runner,
+    choose_runner,
+    operation_for,
+    plan_entry,
+    run_local,
+)
+from firn_airflow.operators.spark_job import DEFAULT_SPARK_CONN_ID, SparkMaintenanceJob, SparkSettings
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from firn.catalog.base import Catalog
+    from firn.table.table import Table
+    from firn_airflow.hooks.firn import CatalogConfig
+
+LEASE_POLICIES = ("skip", "wait", "fail")
+DEFAULT_LEASE_WAIT_TIMEOUT_S = 3600.0
+DEFAULT_LEASE_POLL_INTERVAL_S = 10.0
+
+# What a run does: (operation, options) pairs, e.g. [("rewrite_data_files", {"min-input-files": 2})].
+Work = list[tuple[str, dict[str, Any]]]
+
+
+def owner_label(context: Mapping[str, Any]) -> str:
+    """``airflow <dag>.<task>[<map index>] <run id>``: who holds a lease this task takes."""
+    ti = context.get("ti")
+    if ti is None:
+        return "airflow"
+    index = getattr(ti, "map_index", -1)
+    mapped = f"[{index}]" if isinstance(index, int) and index >= 0 else ""
+    return f"airflow {ti.dag_id}.{ti.task_id}{mapped} {ti.run_id}"
+
+
+def _in_context(error: FirnError, where: str, config: CatalogConfig) -> FirnError:
+    """The same kind of error with ``where`` added (and the connection's secrets removed)."""
+    message = config.redact(f"{error} ({where})")
+    try:
+        return type(error)(message)
+    except TypeError:  # an error class with a richer constructor: keep the root kind
+        return FirnError(message)
+
+
+class FirnMaintenanceBaseOperator(BaseOperator):
+    """Base of the Firn maintenance operators (see the module docstring for what a run does).
+
+    :param table: the table, ``"db.events"`` (templated).
+    :param firn_conn_id: the Firn connection (default ``firn_default``).
+    :param options: the operation's options by Iceberg name, hyphenated or with underscores
+        (templated), e.g. ``{"min-input-files": 2}``.
+    :param runner: ``"spark"`` (spark-submit, default), ``"local"`` (in the worker) or
+        ``"auto"`` (Spark when the table's live data files exceed ``spark_min_bytes``).
+    :param spark_min_bytes: the ``auto`` threshold (default 1 GiB).
+    :param spark_conn_id: the Spark connection (must exist; default ``spark_default``).
+    :param conf: Spark configuration for spark-submit (templated).
+    :param py_files: ``--py-files`` (templated), e.g. a zip of Firn from ``firn.spark.package()``.
+    :param archives: ``--archives`` (templated), e.g. a packed venv.
+    :param executor_cores: spark-submit ``--executor-cores``.
+    :param executor_memory: spark-submit ``--executor-memory``.
+    :param num_executors: spark-submit ``--num-executors``.
+    :param total_executor_cores: spark-submit ``--total-executor-cores``.
+    :param driver_memory: spark-submit ``--driver-memory``.
+    :param env_vars: environment of spark-submit and the driver (templated); the catalog
+        settings are added to it (``FIRN_CATALOG_*``), never to the command line.
+    :param result_dir: where the Spark job writes its result when the driver is not in this
+        worker (cluster deploy mode): a location both reach, e.g. ``s3://bucket/tmp``.
+    :param dry_run: only plan; the return value is the plan (no lease, no Spark, no commit).
+        A dry run changes nothing, so it declares no outlet by default: no asset event, no
+        DAG triggered by one.
+    :param skip_if_not_recommended: skip cleanly unless ``table.maintenance.recommend()``
+        names this operation; when it does, its recommended options are the defaults beneath
+        ``options``.
+    :param on_lease_held: ``"skip"`` (default), ``"wait"`` (until the lease is free, at most
+        ``lease_wait_timeout`` seconds, polling every ``lease_poll_interval``) or ``"fail"``.
+    """
+
+    # The ``table.maintenance`` operation (``firn.maintenance.operations``) this operator runs.
+    OPERATION: ClassVar[str] = ""
+
+    template_fields: Sequence[str] = ("table", "options", "conf", "py_files", "archives", "env_vars")
+    template_fields_renderers: ClassVar[dict[str, str]] = {
+        "options": "json",
+        "conf": "json",
+        "env_vars": "json",
+    }
+    ui_color = "#dbeef7"
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        firn_conn_id: str = DEFAULT_CONN_ID,
+        options: dict[str, Any] | None = None,
+        runner: str = "spark",
+        spark_min_bytes: int = DEFAULT_SPARK_MIN_BYTES,
+        spark_conn_id: str = DEFAULT_SPARK_CONN_ID,
+        conf: dict[str, Any] | None = None,
+        py_files: str | None = None,
+        archives: str | None = None,
+        executor_cores: int | None = None,
+        executor_memory: str | None = None,
+        num_executors: int | None = None,
+        total_executor_cores: int | None = None,
+        driver_memory: str | None = None,
+        env_vars: dict[str, str] | None = None,
+        result_dir: str | None = None,
+        dry_run: bool = False,
+        skip_if_not_recommended: bool = False,
+        on_lease_held: str = "skip",
+        lease_wait_timeout: float = DEFAULT_LEASE_WAIT_TIMEOUT_S,
+        lease_poll_interval: float = DEFAULT_LEASE_POLL_INTERVAL_S,
+        **kwargs: Any,
+    ) -> None:
+        if not kwargs.get("outlets") and not dry_run:
+            kwargs["outlets"] = default_outlets(firn_conn_id, table)
+        super().__init__(**kwargs)
+        # Wrong choices fail when the DAG is parsed, not at 3 a.m.
+        check_runner(runner)
+        if on_lease_held not in LEASE_POLICIES:
+            raise ValidationError(
+                f"on_lease_held must be one of {list(LEASE_POLICIES)}, got {on_lease_held!r}"
+            )
+        if lease_wait_timeout < 0 or lease_poll_interval <= 0:
+            raise ValidationError("lease_wait_timeout must be >= 0 and lease_poll_interval > 0 (seconds)")
+        self.table = table
+        self.firn_conn_id = firn_conn_id
+        self.options = options
+        self.runner = runner
+        self.spark_min_bytes = spark_min_bytes
+        self.spark_conn_id = spark_conn_id
+        self.conf = conf
+        self.py_files = py_files
+        self.archives = archives
+        self.executor_cores = executor_cores
+        self.executor_memory = executor_memory
+        self.num_executors = num_executors
+        self.total_executor_cores = total_executor_cores
+        self.driver_memory = driver_memory
+        self.env_vars = env_vars
+        self.result_dir = result_dir
+        # ``BaseOperator.dry_run()`` is a method (render templates only): keep the flag apart.
+        self.plan_only = dry_run
+        self.skip_if_not_recommended = skip_if_not_recommended
+        self.on_lease_held = on_lease_held
+        self.lease_wait_timeout = lease_wait_timeout
+        self.lease_poll_interval = lease_poll_interval
+        self._spark_job: SparkMaintenanceJob | None = None
+        self._table_name: str | None = None
+        self._results: list[dict[str, Any]] | None = None
+
+    @classmethod
+    def partial(cls, **kwargs: Any) -> Any:
+        """``Op.partial(...).expand(table=[...])``: outlets are declared when the DAG is parsed,
+        before the tables are known, so a mapped task reports through the connection's asset
+        alias (see :mod:`firn_airflow.operators.outlets`)."""
+        if not kwargs.get("outlets") and not kwargs.get("dry_run"):
+            kwargs["outlets"] = default_outlets(
+                kwargs.get("firn_conn_id", DEFAULT_CONN_ID), kwargs.get("table")
+            )
+        return super().partial(**kwargs)
+
+    # -- what to run (subclasses) -----------------------------------------------------------------
+    def explicit_options(self) -> dict[str, object]:
+        """The operator's own option arguments by keyword name (``older_than=``, ...)."""
+        return {}
+
+    def skip_reason(self, table: Table) -> str | None:
+        """Why this operation does not apply to ``table`` at all (None: it does)."""
+        return None
+
+    def work(self, table: Table) -> Work:
+        """The operation and options to run; ``AirflowSkipException`` when there is none."""
+        recommended: dict[str, Any] | None = None
+        if self.skip_if_not_recommended:
+            recommendations = table.maintenance.recommend()
+            match = [r for r in recommendations if r.operation == self.OPERATION]
+            if not match:
+                listed = ", ".join(r.operation for r in recommendations) or "nothing"
+                raise AirflowSkipException(
+                    f"{self.OPERATION} on {table.name} is not recommended now "
+                    f"(recommend() lists {listed}); skipped (skip_if_not_recommended=True)"
+                )
+            self.log.info("%s on %s is recommended: %s", self.OPERATION, table.name, match[0].reason)
+            recommended = dict(match[0].options)
+        options = merge_options(
+            where=f"{self.OPERATION} on {table.name}",
+            recommended=recommended,
+            given=self.options,
+            explicit=self.explicit_options(),
+        )
+        return [(self.OPERATION, options)]
+
+    def xcom_value(self, table: str, results: list[dict[str, Any]]) -> Any:
+        """The task's return value: the result (or plan) as JSON."""
+        return results[0]
+
+    def event_extra(self, results: list[dict[str, Any]], health: dict[str, Any]) -> dict[str, Any]:
+        """The asset event's ``extra``: operation, result, health after the run."""
+        result = results[0]
+        return {
+            EVENT_OPERATION: result.get("operation", self.OPERATION),
+            EVENT_RESULT: result,
+            EVENT_HEALTH: health,
+        }
+
+    # -- running --------------------------------------------------------------------------------
+    def execute(self, context: Context) -> Any:
+        try:
+            return self._execute(context)
+        except FirnError as e:
+            # One clear task error: the Firn error names the table or connection; the causes
+            # it was raised from would only repeat it, wrapped.
+            raise e from None
+
+    def _rendered_table(self) -> str:
+        table = self.table
+        if not isinstance(table, str) or not table.strip():
+            raise ValidationError(f"table must be a table name such as 'db.events', got {table!r}")
+        return table.strip()
+
+    def _execute(self, context: Context) -> Any:
+        table_name = self._table_name = self._rendered_table()
+        hook = FirnHook(self.firn_conn_id)
+        config = hook.get_config()
+        extra_properties = {LEASE_OWNER_LABEL: owner_label(context)}
+        catalog = dataclasses.replace(config, properties={**config.properties, **extra_properties}).load()
+        try:
+            try:
+                table = catalog.load_table(table_name)
+            except FirnError as e:
+                raise _in_context(e, f"connection {self.firn_conn_id!r}", config) from None
+            reason = self.skip_reason(table)
+            if reason is not None:
+                raise AirflowSkipException(reason)
+            work = self.work(table)
+            runner = choose_runner(
+                self.runner, table.health() if self.runner == "auto" else None, self.spark_min_bytes
+            )
+            deadline = time.monotonic() + self.lease_wait_timeout
+            if not self.plan_only:
+                self._check_lease(catalog, table_name, work[0][0], deadline)
+            results = []
+            for operation, options in work:
+                table.refresh()
+                results.append(
+                    self._run_one(
+                        table, operation, options, runner, catalog, config, extra_properties, deadline
+                    )
+                )
+            table.refresh()
+            health = table.health().to_dict()
+        finally:
+            close = getattr(catalog, "close", None)
+            if close is not None:
+                close()
+        self._results = results
+        if not publish_event(
+            context["outlet_events"],
+            self.outlets,
+            firn_asset(self.firn_conn_id, table_name),
+            self.event_extra(results, health),
+        ):
+            self.log.info("no outlet carries the event of %s (outlets: %s)", table_name, self.outlets)
+        return self.xcom_value(table_name, results)
+
+    def _run_one(
+        self,
+        table: Table,
+        operation: str,
+        options: dict[str, Any],
+        runner: str,
+        catalog: Catalog,
+        config: CatalogConfig,
+        extra_properties: dict[str, str],
+        deadline: float,
+    ) -> dict[str, Any]:
+        name = table.name
+        if self.plan_only:
+            self.log.info("Planning %s on %s (dry run) with options %s", operation, name, options)
+            return plan_entry(table, operation, options)
+        fn: Callable[[], dict[str, Any]]
+        if runner == "local":
+            self.log.info("Running %s on %s in this worker with options %s", operation, name, options)
+            fn = lambda: run_local(table, operation, options)  # noqa: E731
+        else:
+            operation_for(table, operation, options)  # bad options fail here, before a JVM starts
+            self._spark_job = job = SparkMaintenanceJob(
+                self._spark_settings(), config, extra_properties=extra_properties, log=self.log
+            )
+            self.log.info(
+                "Submitting %s on %s to Spark (connection %r) with options %s",
+                operation,
+                name,
+                self.spark_conn_id,
+                options,
+            )
+            fn = lambda: job.run(operation, name, options)  # noqa: E731
+        result = self._with_lease_policy(fn, catalog, name, deadline)
+        self.log.info("%s on %s: %s", operation, name, result)
+        return result
+
+    def _spark_settings(self) -> SparkSettings:
+        return SparkSettings(
+            conn_id=self.spark_conn_id,
+            conf=dict(self.conf or {}),
+            py_files=self.py_files,
+            archives=self.archives,
+            executor_cores=self.executor_cores,
+            executor_memory=self.executor_memory,
+            num_executors=self.num_executors,
+            total_executor_cores=self.total_executor_cores,
+            driver_memory=self.driver_memory,
+            env_vars=dict(self.env_vars or {}),
+            result_dir=self.result_dir,
+        )
+
+    # -- the maintenance lease ----------------------------------------------------------------------
+    def _check_lease(self, catalog: Catalog, table: str, operation: str, deadline: float) -> None:
+        holder = catalog.maintenance_lease_holder(table)
+        if holder is not None:
+            self._lease_held(
+                lease_held_error(holder, operation, int(time.time() * 1000)), catalog, table, deadline
+            )
+
+    def _with_lease_policy(
+        self, fn: Callable[[], dict[str, Any]], catalog: Catalog, table: str, deadline: float
+    ) -> dict[str, Any]:
+        while True:
+            try:
+                return fn()
+            except LeaseHeld as e:  # another run took the lease after the check
+                self._lease_held(e, catalog, table, deadline)
+
+    def _lease_held(self, error: LeaseHeld, catalog: Catalog, table: str, deadline: float) -> None:
+        """Apply ``on_lease_held``: raise (skip or fail), or return once the lease is free."""
+        if self.on_lease_held == "skip":
+            raise AirflowSkipException(f"{error}; skipped (on_lease_held='skip')")
+        if self.on_lease_held == "fail":
+            raise error
+        self.log.info(
+            "%s; waiting for it (on_lease_held='wait', at most %.0f s)", error, self.lease_wait_timeout
+        )
+        while catalog.maintenance_lease_holder(table) is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LeaseHeld(
+                    f"{error}; still held after waiting {self.lease_wait_timeout:.0f} s (on_lease_held='wait')",
+                    holder=error.holder,
+                    operation=error.operation,
+                    expires_at_ms=error.expires_at_ms,
+                )
+            time.sleep(min(self.lease_poll_interval, left))
+        self.log.info("The maintenance lease on %s is free", table)
+
+    def on_kill(self) -> None:
+        """Stop the Spark job this task submitted (a local run stops with the task process)."""
+        if self._spark_job is not None:
+            self._spark_job.kill()
+
+    # -- lineage ------------------------------------------------------------------------------------
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage input/output statistics: the files, bytes and rows rewritten and written
+        (needs the OpenLineage provider; called by it)."""
+        if self._results is None or self._table_name is None:
+            return None
+        return openlineage_facets(self.firn_conn_id, self._table_name, maintenance_lineage(self._results))
+
+
+__all__ = ["LEASE_POLICIES", "FirnMaintenanceBaseOperator", "Work", "owner_label"]

@@ -1,0 +1,87 @@
+"""Where a maintenance operation runs: in the worker (``local``) or as a spark-submit job
+(``spark``, :mod:`firn_airflow.operators.spark_job`), or ``auto``: Spark for tables whose data
+exceed a size, the worker for smaller ones.
+
+Both runners produce the same JSON: the operation's ``result.to_dict()`` (the Spark job writes
+exactly that into its result file), or for a dry run the plan's ``to_dict()`` with
+``"dry_run": true`` and its human-readable ``description``. A dry run only plans, which reads
+metadata and needs no Spark, so it always plans in the worker, as the job's ``--dry-run`` would
+on its driver.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from firn.errors import ValidationError
+from firn.maintenance.operations import resolve
+
+if TYPE_CHECKING:
+    from firn.maintenance.health import TableHealth
+    from firn.table.table import Table
+
+RunnerName = Literal["spark", "local", "auto"]
+RUNNERS: tuple[str, ...] = ("spark", "local", "auto")
+# "auto" runs on Spark above this many bytes of live data files (table.health().data_bytes):
+# 1 GiB, about two target-size data files, below which a worker rewrites in seconds.
+DEFAULT_SPARK_MIN_BYTES = 1 << 30
+
+
+def check_runner(runner: object) -> str:
+    """``runner`` if it is one of :data:`RUNNERS`, else a ValidationError naming them."""
+    if runner not in RUNNERS:
+        raise ValidationError(f"runner must be one of {list(RUNNERS)}, got {runner!r}")
+    return str(runner)
+
+
+def choose_runner(runner: str, health: TableHealth | None, spark_min_bytes: int) -> Literal["spark", "local"]:
+    """The runner to use: ``auto`` picks ``spark`` when the table's live data files hold more
+    than ``spark_min_bytes`` bytes, ``local`` otherwise."""
+    if runner == "spark":
+        return "spark"
+    if runner == "local":
+        return "local"
+    if health is None:
+        raise ValidationError("runner='auto' needs the table's health")
+    return "spark" if health.data_bytes > spark_min_bytes else "local"
+
+
+def operation_for(table: Table, method: str, options: Mapping[str, Any]) -> Any:
+    """``table.maintenance.<method>(**options)``: options are checked here (an unknown or
+    malformed option is a ValidationError naming it) before anything runs anywhere."""
+    return resolve(table.maintenance, method, table.format_version, dict(options))
+
+
+def _plain(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """Plain JSON (lists, not tuples): what the Spark job's result file holds."""
+    out: dict[str, Any] = json.loads(json.dumps(entry))
+    return out
+
+
+def plan_entry(table: Table, method: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The dry run: the plan as JSON, marked ``dry_run`` with its description."""
+    plan = operation_for(table, method, options).plan()
+    entry: dict[str, Any] = plan.to_dict()
+    entry.update({"dry_run": True, "description": str(plan)})
+    return _plain(entry)
+
+
+def run_local(table: Table, method: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Run the operation in this process (work units on a local thread pool) and commit; the
+    result as JSON. ``LeaseHeld`` propagates when another run holds the table's lease."""
+    result = operation_for(table, method, options).run()
+    return _plain(result.to_dict())
+
+
+__all__ = [
+    "DEFAULT_SPARK_MIN_BYTES",
+    "RUNNERS",
+    "RunnerName",
+    "check_runner",
+    "choose_runner",
+    "operation_for",
+    "plan_entry",
+    "run_local",
+]

@@ -1,0 +1,127 @@
+"""The spark-submit call the ``spark`` runner builds (without submitting it): secrets in the
+driver's environment only, checks before any JVM starts, job errors mapped to Firn errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from firn.errors import LeaseHeld, NoSuchTable, ValidationError
+from firn.spark.job import ENV_CATALOG_PROPERTIES, ENV_CATALOG_URI, ENV_CATALOG_WAREHOUSE
+from firn.spark.job import path as job_path
+from firn_airflow.hooks.firn import CatalogConfig
+from firn_airflow.operators.errors import SparkConnectionError, SparkJobFailed
+from firn_airflow.operators.spark_job import (
+    SparkMaintenanceJob,
+    SparkSettings,
+    driver_environment,
+    entry_error,
+    job_arguments,
+)
+from tests.firn_airflow.operators.helpers import set_spark_connection
+
+pytestmark = pytest.mark.airflow
+
+SECRET_URI = "postgresql+psycopg://firn:uri-secret-1@db:5432/firn"
+CONFIG = CatalogConfig(
+    conn_id="firn_secret",
+    uri=SECRET_URI,
+    name="prod",
+    warehouse="s3://bucket/wh",
+    properties={"s3.secret-access-key": "s3-secret-2", "s3.endpoint": "http://minio:9000"},
+    secrets=("uri-secret-1", "s3-secret-2"),
+)
+
+
+def test_the_catalog_goes_to_the_environment_and_never_to_the_command_line(
+    airflow_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    set_spark_connection(monkeypatch)
+    job = SparkMaintenanceJob(
+        SparkSettings(conf={"spark.ui.enabled": "false"}, env_vars={"TZ": "UTC"}, driver_memory="1g"),
+        CONFIG,
+        extra_properties={"maintenance.lease.owner-label": "airflow d.t r"},
+    )
+    hook = job.submit_hook("rewrite_data_files", "db.events", {"min-input-files": 2}, "/tmp/r.json")
+    command = hook._build_spark_submit_command(job_path())
+    text = " ".join(command)
+    for secret in CONFIG.secrets:
+        assert secret not in text
+    assert (
+        "--master local[2]" in text
+        and "--driver-memory 1g" in text
+        and "--name firn-compact-db.events" in text
+    )
+    assert command[command.index(job_path()) + 1 :] == [
+        "compact",
+        "--table",
+        "db.events",
+        "--options",
+        '{"min-input-files":2}',
+        "--result",
+        "/tmp/r.json",
+    ]
+    # Client/local mode: the hook hands env_vars to the spark-submit process (the driver's parent).
+    env = hook._env
+    assert env["TZ"] == "UTC" and env[ENV_CATALOG_URI] == SECRET_URI
+    assert env[ENV_CATALOG_WAREHOUSE] == "s3://bucket/wh"
+    assert json.loads(env[ENV_CATALOG_PROPERTIES]) == {
+        "s3.secret-access-key": "s3-secret-2",
+        "s3.endpoint": "http://minio:9000",
+        "maintenance.lease.owner-label": "airflow d.t r",
+        "name": "prod",
+    }
+
+
+def test_driver_environment_and_arguments() -> None:
+    env = driver_environment(CONFIG, {})
+    assert set(env) == {ENV_CATALOG_URI, ENV_CATALOG_WAREHOUSE, ENV_CATALOG_PROPERTIES}
+    assert job_arguments("expire", "db.t", {"retain-last": 3}, "r.json") == [
+        "expire",
+        "--table",
+        "db.t",
+        "--options",
+        '{"retain-last":3}',
+        "--result",
+        "r.json",
+    ]
+
+
+def test_checks_before_anything_is_submitted(airflow_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A missing connection: SparkSubmitHook alone would fall back to YARN.
+    missing = SparkMaintenanceJob(SparkSettings(conn_id="spark_nowhere"), CONFIG)
+    with pytest.raises(SparkConnectionError, match=r"'spark_nowhere' is not defined .*YARN"):
+        missing.check()
+    # Cluster mode would put env_vars (the secrets) on the command line.
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_YARN",
+        json.dumps({"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}}),
+    )
+    with pytest.raises(SparkConnectionError, match=r"cluster deploy mode.*holds secrets"):
+        SparkMaintenanceJob(SparkSettings(conn_id="spark_yarn"), CONFIG).check()
+    without_secrets = CatalogConfig(conn_id="plain", uri="sqlite:///c.db", name="default", warehouse=None)
+    with pytest.raises(SparkConnectionError, match="pass result_dir"):
+        SparkMaintenanceJob(SparkSettings(conn_id="spark_yarn"), without_secrets).check()
+    # spark-submit must be on the PATH the hook will use.
+    set_spark_connection(monkeypatch)
+    with pytest.raises(SparkConnectionError, match="spark-submit is not on PATH"):
+        SparkMaintenanceJob(SparkSettings(env_vars={"PATH": "/nonexistent"}), CONFIG).check()
+    assert SparkMaintenanceJob(SparkSettings(), CONFIG).check() == {}
+
+
+def test_job_errors_become_firn_errors() -> None:
+    def entry(kind: str, message: str) -> dict[str, object]:
+        return {"operation": "compact", "table": "db.t", "error": {"type": kind, "message": message}}
+
+    error = entry_error(entry("NoSuchTable", "table 'db.t' does not exist"), "rewrite_data_files", "db.t")
+    assert isinstance(error, NoSuchTable)
+    assert str(error) == "rewrite_data_files on db.t failed in the Spark job: table 'db.t' does not exist"
+    held = entry_error(entry("LeaseHeld", "cannot run x on db.t: held by h"), "rewrite_data_files", "db.t")
+    assert isinstance(held, LeaseHeld) and str(held) == "cannot run x on db.t: held by h"
+    assert isinstance(
+        entry_error(entry("ValidationError", "bad"), "expire_snapshots", "db.t"), ValidationError
+    )
+    other = entry_error(entry("MemoryError", "out of memory"), "expire_snapshots", "db.t")
+    assert isinstance(other, SparkJobFailed) and "MemoryError: out of memory" in str(other)
