@@ -29,7 +29,10 @@ from firn_airflow.constants import (
 )
 
 HOOK_MODULES: tuple[str, ...] = ("firn_airflow.hooks.firn",)
-OPERATOR_MODULES: tuple[str, ...] = ("firn_airflow.operators.maintenance", "firn_airflow.operators.recommended")
+OPERATOR_MODULES: tuple[str, ...] = (
+    "firn_airflow.operators.maintenance",
+    "firn_airflow.operators.recommended",
+)
 SENSOR_MODULES: tuple[str, ...] = ("firn_airflow.sensors.health", "firn_airflow.sensors.new_snapshot")
 TRIGGER_MODULES: tuple[str, ...] = (
     "firn_airflow.triggers.health",
