@@ -111,7 +111,7 @@ def _history(catalog: SqlCatalog, version: int) -> Table:
     return t
 
 
-@pytest.mark.parametrize("version", [2, 4])
+@pytest.mark.parametrize("version", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_killed_between_commit_and_deletes(sqlite_catalog: SqlCatalog, tmp_path: Path, version: int) -> None:
     t = _history(sqlite_catalog, version)
     current_rows = rows(t)
@@ -136,6 +136,7 @@ def test_killed_between_commit_and_deletes(sqlite_catalog: SqlCatalog, tmp_path:
     assert rows(t) == current_rows
 
 
+@pytest.mark.slow  # test_crashes kills other operations at the swap by default
 def test_killed_before_the_commit_landed(sqlite_catalog: SqlCatalog, tmp_path: Path) -> None:
     t = _history(sqlite_catalog, 3)
     before_files, before_rows = files_by_snapshot(t), rows_by_snapshot(t)
