@@ -230,3 +230,42 @@ def test_a_held_lease_skips_fails_or_waits(
     assert "The maintenance lease on db.events is free" in log
     assert xcom(run, "wait")["operation"] == "flush_root"
     assert len(catalog.load_table("db.events").snapshots()) == snapshots + 1
+
+
+def test_a_lease_the_operation_meets_is_handled_like_one_found_before(
+    airflow_home: Path, tmp_path: Path
+) -> None:
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from firn.errors import LeaseHeld
+    from firn_airflow.operators import FirnFlushRootManifestOperator
+    from firn_airflow.operators.runners import run_local
+
+    catalog = catalog_with_table(tmp_path)
+    table = catalog.load_table("db.events")
+    release, held = threading.Event(), threading.Event()
+    holder = threading.Thread(target=_hold_lease, args=(catalog, "db.events", release, held))
+    holder.start()
+    try:
+        assert held.wait(30)
+
+        def flush() -> dict[str, object]:  # as if another run took the lease after the check
+            return run_local(table.refresh(), "flush_root", {"force": True})
+
+        def operator(policy: str) -> FirnFlushRootManifestOperator:
+            return FirnFlushRootManifestOperator(
+                task_id=policy, table="db.events", on_lease_held=policy, lease_poll_interval=0.1
+            )
+
+        with pytest.raises(AirflowSkipException, match="held by another-run"):
+            operator("skip")._with_lease_policy(flush, catalog, "db.events", time.monotonic() + 60)
+        with pytest.raises(LeaseHeld, match="held by another-run"):
+            operator("fail")._with_lease_policy(flush, catalog, "db.events", time.monotonic() + 60)
+        with pytest.raises(LeaseHeld, match=r"still held after waiting"):
+            operator("wait")._with_lease_policy(flush, catalog, "db.events", time.monotonic() + 0.5)
+        threading.Timer(1.0, release.set).start()
+        result = operator("wait")._with_lease_policy(flush, catalog, "db.events", time.monotonic() + 60)
+        assert result["operation"] == "flush_root" and result["snapshot_id"] is not None
+    finally:
+        release.set()
+        holder.join()
