@@ -212,6 +212,12 @@ def main() -> int:
             f"{label}: poll median {ms(worst)} (max after a commit {ms(r['after_commit_max'])}; "
             f"target < {TARGET_MS:.0f} ms) {verdict(worst * 1000 < TARGET_MS)}"
         )
+    # A process that starts cold (a sensor poke in a fresh process) pays the first call.
+    for label, r in results.items():
+        print(
+            f"{label}: first call, cold caches {ms(r['first'])} (target < {TARGET_MS:.0f} ms) "
+            f"{verdict(r['first'] * 1000 < TARGET_MS)}"
+        )
     return 0
 
 
