@@ -8,6 +8,7 @@ anything unexpected as 500 — never FastAPI's own ``{"detail": ...}`` bodies.
 
 from __future__ import annotations
 
+import errno
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -63,11 +64,33 @@ class RestError(Exception):
         self.message = message
 
 
+# Storage errors caused by the path a request named (too long, through a file, not valid), not
+# by the server: a 400, like any other invalid input. A path the server may not write is a 403.
+_BAD_PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ENOTDIR, errno.EISDIR, errno.EINVAL})
+_FORBIDDEN_PATH_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+def _os_error_cause(error: BaseException) -> OSError | None:
+    seen: set[int] = set()
+    cause: BaseException | None = error.__cause__
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, OSError) and cause.errno is not None:
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return None
+
+
 def status_for(error: FirnError) -> tuple[int, str]:
     """The HTTP status and error type of a Firn error."""
     for cls, status, error_type in _STATUS:
         if isinstance(error, cls):
             return status, error_type
+    os_error = _os_error_cause(error)
+    if os_error is not None and os_error.errno in _BAD_PATH_ERRNOS:
+        return 400, p.BAD_REQUEST
+    if os_error is not None and os_error.errno in _FORBIDDEN_PATH_ERRNOS:
+        return 403, p.FORBIDDEN
     return 500, p.SERVER_ERROR
 
 
@@ -81,7 +104,9 @@ def describe_validation_errors(errors: Sequence[Any]) -> str:
     for err in errors[:10]:
         loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body") or "body"
         if err.get("type") == "json_invalid":
-            parts.append(f"malformed JSON: {err.get('msg')}")
+            detail = (err.get("ctx") or {}).get("error") or err.get("msg")
+            position = err.get("loc", (None, None))[-1]
+            parts.append(f"malformed JSON: {detail}" + (f" at position {position}" if position else ""))
         elif err.get("type") == "extra_forbidden":
             parts.append(f"unknown field {loc!r}")
         elif err.get("type") == "missing" and loc == "body":

@@ -11,11 +11,12 @@ from firn.catalog.rest import protocol as p
 from firn.errors import NoSuchNamespace
 from firn.rest.errors import RestError
 from firn.rest.models import CreateNamespaceRequest, UpdateNamespacePropertiesRequest
+from firn.rest.routing import StrictJsonRoute
 from firn.rest.state import ServerState, namespace_param, paginate
 
 
 def namespace_routes(state: ServerState) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(route_class=StrictJsonRoute)
     catalog = state.catalog
 
     @router.get(f"/{p.NAMESPACES}", operation_id="listNamespaces")

@@ -73,8 +73,12 @@ def parse(what: str, fn: Callable[..., T], *args: Any) -> T:
         return fn(*args)
     except ValidationError:
         raise
-    except (FirnError, KeyError, TypeError, ValueError, AttributeError) as e:
+    except (FirnError, LookupError, TypeError, ValueError, AttributeError, ArithmeticError) as e:
+        # ArithmeticError: e.g. a huge number where an int is read; LookupError: an index or
+        # key the object lacks. Whatever Firn's readers trip over in request data is a 400.
         raise ValidationError(f"invalid {what}: {e}") from e
+    except RecursionError:
+        raise ValidationError(f"invalid {what}: it is nested too deeply") from None
 
 
 def namespace_param(value: str) -> Identifier:

@@ -28,6 +28,7 @@ from firn.rest.models import (
     RenameRequest,
     ReportMetricsRequest,
 )
+from firn.rest.routing import StrictJsonRoute
 from firn.rest.state import (
     ServerState,
     check_identifier,
@@ -64,7 +65,7 @@ _METRICS_REPORTS = {
 
 
 def table_routes(state: ServerState) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(route_class=StrictJsonRoute)
     catalog = state.catalog
 
     def default_location(ident: Identifier) -> str | None:

@@ -12,6 +12,7 @@ from firn.errors import NoSuchView, ValidationError
 from firn.rest import commits
 from firn.rest.errors import RestError
 from firn.rest.models import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameRequest
+from firn.rest.routing import StrictJsonRoute
 from firn.rest.state import ServerState, check_identifier, identifiers_body, namespace_param, paginate, parse
 from firn.spec.schema_json import schema_from_json
 from firn.spec.view_metadata import SQLViewRepresentation, ViewMetadata, normalize_dialect
@@ -27,7 +28,7 @@ def view_result(metadata: ViewMetadata, location: str) -> JSONResponse:
 
 
 def view_routes(state: ServerState) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(route_class=StrictJsonRoute)
     # Checked by the app (ServerState.serves_views): the catalog has every view method.
     views = cast(commits.ServedViews, state.catalog)
 

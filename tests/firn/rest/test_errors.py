@@ -191,6 +191,90 @@ def test_invalid_iceberg_objects_are_400s(
     assert message in error["message"]
 
 
+def _nested_schema(depth: int) -> str:
+    schema = '"long"'
+    for i in range(depth):
+        schema = (
+            f'{{"type":"struct","fields":[{{"id":{i + 1},"name":"f{i}","required":false,"type":{schema}}}]}}'
+        )
+    return schema
+
+
+# Requests the fuzz pass (test_fuzz.py) once answered with a 500.
+FOUND_BY_FUZZING = [
+    (
+        "infinity",
+        "/v1/namespaces/db/tables",
+        b'{"name": "x", "schema": {"type": "struct", "schema-id": Infinity, "fields": []}}',
+        "malformed JSON: Infinity is not a JSON number at position 56",
+    ),
+    (
+        "nan",
+        "/v1/namespaces/db/tables/t",
+        b'{"requirements": [], "updates": [{"action": "set-current-schema", "schema-id": NaN}]}',
+        "malformed JSON: NaN is not a JSON number",
+    ),
+    (
+        "minus-infinity",
+        "/v1/namespaces/db/views/v",
+        b'{"updates": [{"action": "set-current-view-version", "view-version-id": -Infinity}]}',
+        "malformed JSON: -Infinity is not a JSON number",
+    ),
+    (
+        "too-deep",
+        "/v1/namespaces/db/tables",
+        f'{{"name": "deep", "schema": {_nested_schema(2000)}}}'.encode(),
+        "malformed JSON: it is nested too deeply",
+    ),
+    (
+        "too-many-digits",
+        "/v1/namespaces",
+        b'{"namespace": ["n"], "properties": {"k": ' + b"9" * 5000 + b"}}",
+        "malformed JSON: Exceeds the limit (4300 digits)",
+    ),
+    (
+        "name-too-long-for-a-file",
+        "/v1/namespaces/db/tables",
+        json.dumps({"name": "x" * 1000, "schema": SCHEMA_JSON}).encode(),
+        "File name too long",
+    ),
+    (
+        "location-too-long-for-a-file",
+        "/v1/namespaces/db/register",
+        json.dumps({"name": "r", "metadata-location": "y" * 1000}).encode(),
+        "File name too long",
+    ),
+    (
+        "view-location-too-long-for-a-file",
+        "/v1/namespaces/db/register-view",
+        json.dumps({"name": "r", "metadata-location": "y" * 1000}).encode(),
+        "File name too long",
+    ),
+    (
+        "location-through-a-file",
+        "/v1/namespaces/db/tables",
+        json.dumps({"name": "x", "location": "/dev/null/x", "schema": SCHEMA_JSON}).encode(),
+        "Not a directory",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "content", "message"),
+    [case[1:] for case in FOUND_BY_FUZZING],
+    ids=[case[0] for case in FOUND_BY_FUZZING],
+)
+def test_what_fuzzing_found_is_400s(server: RestServer, path: str, content: bytes, message: str) -> None:
+    error = _check_error(_post(server, path, content), 400)
+    assert message in error["message"]
+
+
+def test_a_location_the_server_may_not_write_is_a_403(server: RestServer) -> None:
+    body = {"name": "x", "location": "/sys/firn-test/x", "schema": SCHEMA_JSON}  # sysfs: EPERM, even for root
+    error = _check_error(_post(server, "/v1/namespaces/db/tables", json.dumps(body).encode()), 403)
+    assert error["type"] == "ForbiddenException" and "Operation not permitted" in error["message"]
+
+
 def test_the_server_replays_the_view_rules(server: RestServer) -> None:
     """A client that skips the checks still cannot break the view spec's rules."""
     view = httpx.get(f"{server.url}/v1/namespaces/db/views/v").json()["metadata"]

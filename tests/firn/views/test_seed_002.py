@@ -22,6 +22,8 @@ order, with the draft's documents moved to the released layout:
   from 0 (field ids 0 and 1 are the draft's own);
 * step 4 drops the presto dialect, which the released spec refuses unless the view property
   ``replace.drop-dialect.allowed`` is true, so the replace sets it.
+
+The last test derives the expected documents from the seed's own text by exactly these moves.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from firn.views import (
     sql_representations,
     write_view_metadata,
 )
+from tests.fixtures.view_examples import SEED_002_STEP_3, SEED_002_STEP_4, strip_seed_annotations
 
 UUID = "1b4b8c6a-3f3c-4bd4-9a43-2bd6f3f3a0c5"
 LOCATION = "s3n://my_company/my/warehouse/anorwood.db/common_view"
@@ -179,3 +182,55 @@ def test_files_round_trip_byte_for_byte(codec: str) -> None:
     expected = dict(EXPECTED_STEP_4)
     expected["properties"] = {**EXPECTED_STEP_4["properties"], METADATA_COMPRESSION: codec}
     assert json.loads(view_metadata_to_json(read_view_metadata(io, second))) == expected
+
+
+# -- the expected documents are the seed's, moved to the released layout ----------------------
+def _released_layout(draft: dict[str, Any]) -> dict[str, Any]:
+    """Seed 002's draft document in the released format, by exactly the moves the module
+    docstring lists (schema ids from 0: the draft's minus one)."""
+    versions = []
+    for v in draft["versions"]:
+        (rep,) = v["representations"]
+        engine, _, engine_version = v["summary"]["engineVersion"].partition("-")
+        versions.append(
+            {
+                "version-id": v["version-id"],
+                "timestamp-ms": v["timestamp-ms"],
+                "schema-id": rep["schema-id"] - 1,
+                "default-catalog": rep["default-catalog"],
+                "default-namespace": rep["default-namespace"],
+                "summary": {
+                    "operation": v["summary"]["operation"],
+                    "engine-name": engine,
+                    "engine-version": engine_version,
+                },
+                "representations": [{"type": rep["type"], "sql": rep["sql"], "dialect": rep["dialect"]}],
+            }
+        )
+    return {
+        "view-uuid": UUID,
+        "format-version": draft["format-version"],
+        "location": draft["location"],
+        "current-version-id": draft["current-version-id"],
+        "properties": draft["properties"],
+        "versions": versions,
+        "schemas": [{**schema, "schema-id": schema["schema-id"] - 1} for schema in draft["schemas"]],
+        "version-log": draft["version-log"],
+    }
+
+
+def test_the_expected_documents_are_the_seed_moved_to_the_released_layout() -> None:
+    step_3 = json.loads(strip_seed_annotations(SEED_002_STEP_3))
+    assert _released_layout(step_3) == EXPECTED_STEP_3
+    # The seed's step-4 document never closes version 2's representations list: closed here.
+    unclosed = '      "default-namespace" : [ "anorwood" ]\n    },\n  } ],'
+    assert SEED_002_STEP_4.count(unclosed) == 1
+    step_4 = json.loads(
+        strip_seed_annotations(
+            SEED_002_STEP_4.replace(unclosed, '      "default-namespace" : [ "anorwood" ]\n    } ]\n  } ],')
+        )
+    )
+    assert step_4["versions"][0].pop("properties") == {}  # the draft's per-version properties
+    expected = json.loads(json.dumps(EXPECTED_STEP_4))
+    del expected["properties"][REPLACE_DROP_DIALECT_ALLOWED]  # what Firn needs to drop presto
+    assert _released_layout(step_4) == expected
