@@ -24,6 +24,7 @@ from firn.core.updates import AssertRefSnapshotId, AssertTableUUID, RemoveSnapsh
 from firn.errors import LeaseHeld
 from firn.maintenance.expire_snapshots import _ExpireAction
 from firn.table.table import Table
+from tests.fixtures.catalogs import make_sqlite_catalog
 from tests.fixtures.maintenance import rows, soon_ms
 from tests.fixtures.rest import running_server
 from tests.fixtures.rewrites import MOR, HookRunner, events, fill, ids, make_table
@@ -153,3 +154,34 @@ def test_writers_are_not_refused_by_a_held_lease(sqlite_catalog: SqlCatalog) -> 
         assert (
             len(outcome) == 1 and isinstance(outcome[0], LeaseHeld) and "airflow:1:expire" in str(outcome[0])
         )
+
+
+def test_a_run_longer_than_the_lease_keeps_it_by_renewing(tmp_path: Path) -> None:
+    short = {"maintenance.lease.duration-ms": "600", "maintenance.lease.heartbeat-interval-ms": "100"}
+    catalog = make_sqlite_catalog(tmp_path, **short)
+    t = make_table(catalog, "3", properties=MOR)
+    fill(t, "3", appends=2, rows=20)
+    refused: list[BaseException] = []
+    holders: list[Any] = []
+
+    def meanwhile() -> None:
+        # Three lease durations into the run: only renewal keeps the lease from expiring.
+        time.sleep(1.8)
+        holders.append(catalog.maintenance_lease_holder("db.events"))
+        try:
+            t.maintenance.expire_snapshots().run()
+        except BaseException as e:  # asserted below: it must be LeaseHeld
+            refused.append(e)
+
+    def slow_units() -> None:
+        th = threading.Thread(target=meanwhile)
+        th.start()
+        th.join(60)
+
+    result = t.maintenance.rewrite_data_files(min_input_files=2).run(HookRunner(slow_units))
+    assert result.snapshot_id is not None
+    assert len(refused) == 1 and isinstance(refused[0], LeaseHeld), refused
+    assert "running rewrite_data_files" in str(refused[0])
+    assert holders[0] is not None and holders[0].operation == "rewrite_data_files"
+    assert catalog.maintenance_lease_holder("db.events") is None
+    catalog.close()
