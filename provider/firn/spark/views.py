@@ -61,25 +61,26 @@ def register_view(
     spark: SparkSession,
     identifier: str | tuple[str, ...],
     *,
-    name: str | None = None,
+    temp_view: str | None = None,
     catalog: str | None = None,
     warehouse: str | None = None,
-    **properties: str,
+    **catalog_properties: str,
 ) -> DataFrame:
     """Define a Spark temporary view from the Firn view ``identifier`` (``"db.v"``).
 
-    The catalog comes from ``catalog`` (URI), ``warehouse`` and ``properties`` over the
+    The catalog comes from ``catalog`` (URI), ``warehouse`` and ``catalog_properties`` over the
     session's ``spark.firn.catalog.*`` conf, as for :func:`firn.spark.delete`. The temporary
-    view is named ``name`` (default: the view's own name, ``v``) and replaces one of that name.
-    Its SQL is the current version's ``spark`` representation, resolved in the view's default
-    catalog and namespace (see the module docstring). Returns ``spark.table(name)``.
+    view is named ``temp_view`` (default: the view's own name, ``v``) and replaces one of that
+    name. Its SQL is the current version's ``spark`` representation, resolved in the view's
+    default catalog and namespace (see the module docstring). Returns the temporary view as a
+    DataFrame (``spark.table(temp_view)``).
 
     ``NotFound`` (listing the view's dialects) if the view has no ``spark`` SQL, or if Spark
     has no catalog or namespace of the view's defaults; ``ValidationError`` if Spark refuses
     the SQL (the message says why, e.g. it yields another number of columns than the schema).
     """
     ident = to_identifier(identifier)
-    catalog_obj = catalog_config(spark, catalog, warehouse, **properties).load()
+    catalog_obj = catalog_config(spark, catalog, warehouse, **catalog_properties).load()
     load_view = getattr(catalog_obj, "load_view", None)
     if not callable(load_view):
         raise Unsupported(
@@ -92,7 +93,7 @@ def register_view(
         sql = view.sql_for(SPARK_DIALECT)
     except NotFound as e:
         raise NotFound(f"cannot define a Spark view from {view.name!r}: {e}") from None
-    temp_name = name or ident[-1]
+    temp_name = temp_view or ident[-1]
     statement = temp_view_statement(temp_name, view, sql)
     with _resolution_context(spark, view):
         _run(spark, statement, view, temp_name)

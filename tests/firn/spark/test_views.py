@@ -106,7 +106,7 @@ def test_views_over_firn_tables_registered_as_temp_views(
     spark.read.format("firn").option("catalog", uri).load("db.events").createOrReplaceTempView("firn_events")
     spark.conf.set("spark.firn.catalog.uri", uri)  # the catalog from the conf, as for delete()
     try:
-        df = firn.spark.register_view(spark, "db.eu", name="eu ids")
+        df = firn.spark.register_view(spark, "db.eu", temp_view="eu ids")
     finally:
         spark.conf.unset("spark.firn.catalog.uri")
     assert sorted(r["id"] for r in df.collect()) == [0, 1, 4, 5, 8, 9]
@@ -169,7 +169,7 @@ def test_names_and_comments_are_quoted(spark: Any, tmp_path: Path, catalog: SqlC
         [doc],
     )
     catalog.create_view("db.odd", schema, "SELECT 7", default_namespace="default")
-    df = firn.spark.register_view(spark, "db.odd", name="od`d", catalog=catalog_uri(tmp_path))
+    df = firn.spark.register_view(spark, "db.odd", temp_view="od`d", catalog=catalog_uri(tmp_path))
     assert df.columns == ["we`ird col"] and df.collect()[0][0] == 7
     assert _comments(spark, "`od``d`") == {"we`ird col": doc}
     spark.catalog.dropTempView("od`d")
