@@ -37,19 +37,20 @@ def register(spark: SparkSession, *, filter_pushdown: bool = False) -> type[Firn
     """Register the ``firn`` data source with ``spark``; returns the registered class.
 
     Python data source workers cannot read the session conf, so this captures what the source
-    needs from it now: ``spark.firn.catalog.*`` (catalog URI, warehouse, properties),
+    needs from it now: ``spark.firn.catalog.*`` (catalog URI, warehouse, properties) with the
+    driver's ``FIRN_CATALOG_*`` environment over it (``firn.spark.config.driver_conf``),
     ``spark.sql.sources.partitionOverwriteMode`` and the default parallelism. Call it again
     after changing those. ``filter_pushdown=True`` lets Spark push its filters into planning
     (and enables ``spark.sql.python.filterPushdown.enabled``, which PySpark requires for that);
     it is off by default because of a PySpark 4.2 caching issue that can return a previous
     query's filtered rows for a reused DataFrame (see ``firn.spark.source``). The ``filter``
     read option prunes planning without that risk."""
-    from firn.spark.config import session_conf
+    from firn.spark.config import driver_conf
 
     if filter_pushdown:
         spark.conf.set(PUSHDOWN_CONF, "true")
     settings = SessionSettings(
-        conf=session_conf(spark),
+        conf=driver_conf(spark),
         partition_overwrite_mode=str(spark.conf.get(OVERWRITE_MODE_CONF, "static") or "static").lower(),
         parallelism=spark.sparkContext.defaultParallelism,
         filter_pushdown=filter_pushdown,

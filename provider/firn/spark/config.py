@@ -19,6 +19,7 @@ files once per process (as ``firn.maintenance.runner`` does for work units).
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,13 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 CONF_PREFIX = "spark.firn.catalog."
+# A driver's catalog from its environment, under the Spark conf and over it: how callers such
+# as the Airflow operators pass secrets (a URI with a password, s3.* keys) without putting them
+# on a command line, which every user of the machine sees and spark-submit wrappers log.
+# In client and local deploy mode spark-submit hands its environment to the driver.
+ENV_CATALOG_URI = "FIRN_CATALOG_URI"
+ENV_CATALOG_WAREHOUSE = "FIRN_CATALOG_WAREHOUSE"
+ENV_CATALOG_PROPERTIES = "FIRN_CATALOG_PROPERTIES"
 OPTION_CATALOG = "catalog"
 OPTION_WAREHOUSE = "warehouse"
 OPTION_PROPERTY_PREFIX = "catalog."
@@ -96,6 +104,53 @@ class CatalogConfig:
         return CatalogConfig(uri, warehouse, props)
 
 
+def environment_options(environ: Mapping[str, str]) -> dict[str, str]:
+    """Catalog settings from ``FIRN_CATALOG_*`` variables, as data source options (``catalog``,
+    ``warehouse``, ``catalog.<property>``). A malformed ``FIRN_CATALOG_PROPERTIES`` is a
+    ``ValidationError`` naming the variable (its value may be secret, so it is not shown)."""
+    options: dict[str, str] = {}
+    raw = environ.get(ENV_CATALOG_PROPERTIES, "").strip()
+    if raw:
+        try:
+            props = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise ValidationError(
+                f"{ENV_CATALOG_PROPERTIES} must be a JSON object of catalog properties "
+                f"({e.msg} at position {e.pos})"
+            ) from None
+        if not isinstance(props, dict) or not all(
+            isinstance(v, str | int | float | bool) for v in props.values()
+        ):
+            raise ValidationError(
+                f"{ENV_CATALOG_PROPERTIES} must be a JSON object of string, number or boolean values"
+            )
+        for key, value in props.items():
+            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+            options[f"catalog.{key}"] = text
+    uri = environ.get(ENV_CATALOG_URI, "").strip()
+    if uri:
+        options["catalog"] = uri
+    warehouse = environ.get(ENV_CATALOG_WAREHOUSE, "").strip()
+    if warehouse:
+        options["warehouse"] = warehouse
+    return options
+
+
+def driver_conf(spark: SparkSession, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The session's ``spark.firn.*`` conf with the driver's ``FIRN_CATALOG_*`` environment
+    (:func:`environment_options`) over it: what :func:`firn.spark.register` captures and what
+    driver-side helpers resolve their catalog from."""
+    conf = session_conf(spark)
+    for key, value in environment_options(os.environ if environ is None else environ).items():
+        if key == OPTION_CATALOG:
+            conf[CONF_PREFIX + "uri"] = value
+        elif key == OPTION_WAREHOUSE:
+            conf[CONF_PREFIX + "warehouse"] = value
+        else:
+            conf[CONF_PREFIX + key[len(OPTION_PROPERTY_PREFIX) :]] = value
+    return conf
+
+
 def table_name(options: Mapping[str, str]) -> str:
     """The table identifier from ``load("db.t")`` / ``save("db.t")`` or the ``table`` option."""
     name = options.get("path") or options.get("table")
@@ -121,7 +176,7 @@ def catalog_config(
         options[OPTION_CATALOG] = catalog
     if warehouse:
         options[OPTION_WAREHOUSE] = warehouse
-    return CatalogConfig.resolve(options, session_conf(spark))
+    return CatalogConfig.resolve(options, driver_conf(spark))
 
 
 # -- per-process caches (executors) -------------------------------------------------------------------
@@ -157,8 +212,13 @@ def executor_metadata(io: FileIO, location: str) -> TableMetadata:
 
 __all__ = [
     "CONF_PREFIX",
+    "ENV_CATALOG_PROPERTIES",
+    "ENV_CATALOG_URI",
+    "ENV_CATALOG_WAREHOUSE",
     "CatalogConfig",
     "catalog_config",
+    "driver_conf",
+    "environment_options",
     "executor_io",
     "executor_metadata",
     "session_conf",

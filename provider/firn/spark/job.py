@@ -59,6 +59,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# The driver's catalog from its environment (see the module docstring).
+from firn.spark.config import (
+    ENV_CATALOG_PROPERTIES,
+    ENV_CATALOG_URI,
+    ENV_CATALOG_WAREHOUSE,
+    environment_options,
+)
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -73,13 +81,6 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "orphans": ("remove_orphan_files",),
     "flush": ("flush_root",),
 }
-
-
-# Environment variables the driver reads its catalog from when the command line does not
-# name it (see the module docstring).
-ENV_CATALOG_URI = "FIRN_CATALOG_URI"
-ENV_CATALOG_WAREHOUSE = "FIRN_CATALOG_WAREHOUSE"
-ENV_CATALOG_PROPERTIES = "FIRN_CATALOG_PROPERTIES"
 
 
 def path() -> str:
@@ -196,40 +197,6 @@ def _run_table(
     return out
 
 
-def environment_options(environ: Mapping[str, str]) -> dict[str, str]:
-    """Catalog settings from ``FIRN_CATALOG_*`` variables, as data source options (``catalog``,
-    ``warehouse``, ``catalog.<property>``). A malformed ``FIRN_CATALOG_PROPERTIES`` is a
-    ``ValidationError`` naming the variable (its value may be secret, so it is not shown)."""
-    from firn.errors import ValidationError
-
-    options: dict[str, str] = {}
-    raw = environ.get(ENV_CATALOG_PROPERTIES, "").strip()
-    if raw:
-        try:
-            props = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise ValidationError(
-                f"{ENV_CATALOG_PROPERTIES} must be a JSON object of catalog properties "
-                f"({e.msg} at position {e.pos})"
-            ) from None
-        if not isinstance(props, dict) or not all(
-            isinstance(v, str | int | float | bool) for v in props.values()
-        ):
-            raise ValidationError(
-                f"{ENV_CATALOG_PROPERTIES} must be a JSON object of string, number or boolean values"
-            )
-        for key, value in props.items():
-            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-            options[f"catalog.{key}"] = text
-    uri = environ.get(ENV_CATALOG_URI, "").strip()
-    if uri:
-        options["catalog"] = uri
-    warehouse = environ.get(ENV_CATALOG_WAREHOUSE, "").strip()
-    if warehouse:
-        options["warehouse"] = warehouse
-    return options
-
-
 def run(
     args: argparse.Namespace,
     spark: SparkSession | None = None,
@@ -302,6 +269,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(summary(args, entries, failed, time.monotonic() - started))
     return 1 if failed else 0
 
+
+__all__ = [
+    "ENV_CATALOG_PROPERTIES",
+    "ENV_CATALOG_URI",
+    "ENV_CATALOG_WAREHOUSE",
+    "OPERATIONS",
+    "environment_options",
+    "main",
+    "parse_args",
+    "path",
+    "run",
+]
 
 if __name__ == "__main__":
     sys.exit(main())
