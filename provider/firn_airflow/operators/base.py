@@ -294,8 +294,9 @@ class FirnMaintenanceBaseOperator(BaseOperator):
             if close is not None:
                 close()
         self._results = results
-        if not publish_event(
-            context["outlet_events"],
+        outlet_events = context.get("outlet_events")  # absent when called outside a task run
+        if outlet_events is not None and not publish_event(
+            outlet_events,
             self.outlets,
             firn_asset(self.firn_conn_id, table_name),
             self.event_extra(results, health),

@@ -268,7 +268,9 @@ class SparkMaintenanceJob:
     ) -> dict[str, Any]:
         if self.killed:
             raise SparkJobFailed(f"{method} on {table}: the Spark job was killed")
-        mine = [e for e in entries or [] if isinstance(e, dict) and e.get("table") == table]
+        found = [e for e in entries or [] if isinstance(e, dict)]
+        # One --table, one entry (its name as the catalog spells it, perhaps not as given).
+        mine = [e for e in found if e.get("table") == table] or (found if len(found) == 1 else [])
         if mine:
             entry: dict[str, Any] = mine[0]
             if "error" in entry:
