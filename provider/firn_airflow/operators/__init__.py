@@ -22,6 +22,7 @@ from firn_airflow.operators.maintenance import (
 )
 from firn_airflow.operators.outlets import maintenance_alias
 from firn_airflow.operators.recommended import FirnMaintenanceOperator
+from firn_airflow.operators.spark_submit import FirnSparkSubmitOperator
 
 __all__ = [
     "FirnExpireSnapshotsOperator",
@@ -32,6 +33,7 @@ __all__ = [
     "FirnRewriteDataFilesOperator",
     "FirnRewriteDeletionVectorsOperator",
     "FirnRewriteManifestsOperator",
+    "FirnSparkSubmitOperator",
     "firn_table_maintenance",
     "maintenance_alias",
 ]

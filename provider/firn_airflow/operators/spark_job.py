@@ -70,7 +70,7 @@ class SparkSettings:
 
 def driver_environment(config: CatalogConfig, extra_properties: Mapping[str, str]) -> dict[str, str]:
     """The ``FIRN_CATALOG_*`` variables that give the job's driver the connection's catalog."""
-    from firn.spark.job import ENV_CATALOG_PROPERTIES, ENV_CATALOG_URI, ENV_CATALOG_WAREHOUSE
+    from firn.spark.config import ENV_CATALOG_PROPERTIES, ENV_CATALOG_URI, ENV_CATALOG_WAREHOUSE
 
     properties = {**config.properties, **extra_properties, _CATALOG_NAME_PROPERTY: config.name}
     env = {

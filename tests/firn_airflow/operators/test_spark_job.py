@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from firn.errors import LeaseHeld, NoSuchTable, ValidationError
-from firn.spark.job import ENV_CATALOG_PROPERTIES, ENV_CATALOG_URI, ENV_CATALOG_WAREHOUSE
+from firn.spark.config import ENV_CATALOG_PROPERTIES, ENV_CATALOG_URI, ENV_CATALOG_WAREHOUSE
 from firn.spark.job import path as job_path
 from firn_airflow.hooks.firn import CatalogConfig
 from firn_airflow.operators.errors import SparkConnectionError, SparkJobFailed
