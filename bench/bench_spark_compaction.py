@@ -10,17 +10,19 @@ by ``firn.core.writer.write_data_files`` and committed in one append. Then, on t
 state (the current snapshot is rolled back to it between runs):
 
 * pyarrow copy: read every data file with ``pyarrow.parquet`` and write the rows again as
-  one Parquet file per 512 MiB of Arrow data (no Iceberg metadata): the floor for moving bytes;
+  one Parquet file per 512 MiB of Arrow data (no Iceberg metadata, one thread of Python
+  calls): the floor for moving bytes;
 * local runner: ``table.maintenance.rewrite_data_files().plan()`` then ``execute`` with the
   thread-pool runner;
 * Spark runner: the same, with ``firn.spark.SparkRunner`` on a local[2] session.
 
-Fixed costs are printed apart: Spark session start (once), planning (per run), and the
-per-row cost is (execute time) / rows. ``rewrite_data_files`` is built on the maint-rewrite
-branch; in a build without it the script says so and measures the pyarrow copy and the fixed
-Spark cost only (the comparison runs once the branches are merged).
+Fixed costs are printed apart: Spark session start (once per job), planning (per run), the
+round trip of an empty one-unit Spark job; the per-row cost is (execute time, less that round
+trip for the Spark runner) / rows, execute being the work units plus the commit. The
+three sides run alternately ``--runs`` times each (medians printed), the table rolled back to
+the same snapshot after every compaction.
 
-Run: ``.venv/bin/python bench/bench_spark_compaction.py [--files N] [--rows-per-file N] [--quick]``
+Run: ``.venv/bin/python bench/bench_spark_compaction.py [--files N] [--rows-per-file N] [--runs N] [--quick]``
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import firn
-from _harness import local_path, spark_session, workdir
+from _harness import local_path, median, spark_session, workdir
 from firn.core.writer import write_data_files
 from firn.maintenance import LocalRunner
+from firn.spark import SparkRunner
 
 TARGET_BYTES = 512 * 1024 * 1024
 
@@ -83,6 +86,21 @@ def pyarrow_copy(paths: list[str], out_dir: Any) -> float:
     return time.perf_counter() - start
 
 
+def _echo(unit: dict[str, Any]) -> dict[str, Any]:
+    return unit
+
+
+def job_round_trip(runner: Any, runs: int = 3) -> float:
+    """Median seconds of a one-unit Spark job that does nothing: the fixed cost of every
+    ``SparkRunner.map`` (scheduling, task launch, a warm Python worker)."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        runner.map(_echo, [{"kind": "echo"}])
+        times.append(time.perf_counter() - start)
+    return median(times)
+
+
 def compact(table: Any, runner: Any) -> tuple[float, float, Any]:
     """(planning seconds, execute seconds, result)."""
     start = time.perf_counter()
@@ -96,10 +114,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--files", type=int, default=2000)
     p.add_argument("--rows-per-file", type=int, default=5000)
-    p.add_argument("--quick", action="store_true", help="a smoke run: 40 files of 500 rows")
+    p.add_argument("--runs", type=int, default=3, help="runs of each runner (medians printed)")
+    p.add_argument("--quick", action="store_true", help="a smoke run: 40 files of 500 rows, 1 run")
     args = p.parse_args()
     if args.quick:
-        args.files, args.rows_per_file = 40, 500
+        args.files, args.rows_per_file, args.runs = 40, 500, 1
     rows = args.files * args.rows_per_file
     with workdir("spark-compaction") as root:
         catalog = firn.load_catalog(f"sqlite:///{root}/catalog.db", warehouse=str(root / "warehouse"))
@@ -110,39 +129,46 @@ def main() -> None:
         print(
             f"table: {args.files:,} files of {args.rows_per_file:,} rows ({rows:,} rows), built in {time.perf_counter() - t0:.1f} s"
         )
-        (root / "copy").mkdir()
-        copy_s = pyarrow_copy(paths, root / "copy")
         t0 = time.perf_counter()
         spark = spark_session()
         session_s = time.perf_counter() - t0
-        results: dict[str, tuple[float, float]] = {}
-        available = hasattr(table.maintenance, "rewrite_data_files")
+        runs: dict[str, list[tuple[float, float]]] = {"local runner": [], "Spark runner": []}
+        copies: list[float] = []
         try:
-            if available:
-                from firn.spark import SparkRunner
-
-                for name, runner in (("local runner", LocalRunner()), ("Spark runner", SparkRunner(spark))):
+            runners = {"local runner": LocalRunner(), "Spark runner": SparkRunner(spark)}
+            for i in range(args.runs):
+                out = root / f"copy-{i}"
+                out.mkdir()
+                copies.append(pyarrow_copy(paths, out))
+                for name, runner in runners.items():
                     plan_s, exec_s, result = compact(table, runner)
-                    results[name] = (plan_s, exec_s)
-                    print(f"  {name}: {result}")
+                    runs[name].append((plan_s, exec_s))
+                    if i == 0:
+                        print(f"  {name}: {result}")
                     table.manage_snapshots().rollback_to(start_snapshot).commit()
                     table.refresh()
+            round_trip = job_round_trip(runners["Spark runner"])
         finally:
             spark.stop()
     print(f"\ncompacting {args.files:,} files of {args.rows_per_file:,} rows ({rows:,} rows)")
-    print(f"  fixed: Spark session start {session_s:.1f} s (once per job)")
-    print(f"  pyarrow copy (floor)   {copy_s:8.2f} s   {rows / copy_s / 1e6:6.2f} M rows/s")
-    if not available:
-        print(
-            "  rewrite_data_files: not in this build (it comes from the maint-rewrite branch); "
-            "the local-runner and Spark-runner figures are measured once merged - ratio target: "
-            "report rows/s vs the local runner and the pyarrow copy"
-        )
-        return
+    print(f"  fixed: Spark session start {session_s:.1f} s (once per spark-submit)")
+    print(f"  fixed: Spark job round trip {round_trip:.2f} s (once per runner call; an empty unit)")
+    spark_runs = [e for _, e in runs["Spark runner"]]
+    if len(spark_runs) > 1:
+        cold = spark_runs[0] - median(spark_runs[1:])
+        print(f"  fixed: first Spark run's extra {cold:.2f} s (Python workers starting, importing Firn)")
+    copy_s = median(copies)
+    print(
+        f"  pyarrow copy (floor)   {copy_s:8.2f} s   {rows / copy_s / 1e6:6.2f} M rows/s   "
+        f"runs: {', '.join(f'{t:.2f}' for t in copies)}"
+    )
+    results = {name: (median([p for p, _ in ts]), median([e for _, e in ts])) for name, ts in runs.items()}
     for name, (plan_s, exec_s) in results.items():
         print(
             f"  {name:14s} planning {plan_s:6.2f} s (fixed)   execute {exec_s:8.2f} s   "
-            f"{rows / exec_s / 1e6:6.2f} M rows/s   {exec_s / rows * 1e6:6.2f} us/row"
+            f"{rows / exec_s / 1e6:6.2f} M rows/s   "
+            f"{(exec_s - (round_trip if name == 'Spark runner' else 0)) / rows * 1e6:6.2f} us/row   "
+            f"execute runs: {', '.join(f'{e:.2f}' for _, e in runs[name])}"
         )
     spark_exec = results["Spark runner"][1]
     print(
