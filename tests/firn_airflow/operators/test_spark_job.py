@@ -125,3 +125,22 @@ def test_job_errors_become_firn_errors() -> None:
     )
     other = entry_error(entry("MemoryError", "out of memory"), "expire_snapshots", "db.t")
     assert isinstance(other, SparkJobFailed) and "MemoryError: out of memory" in str(other)
+
+
+def test_results_are_read_from_a_local_path_or_a_result_dir_uri(tmp_path: Path) -> None:
+    plain = CatalogConfig(conn_id="plain", uri="sqlite:///c.db", name="default", warehouse=None)
+    job = SparkMaintenanceJob(SparkSettings(result_dir=tmp_path.as_uri()), plain)
+    entry = {"operation": "flush_root", "table": "db.events", "data_files_moved": 3}
+    uri_file = tmp_path / "firn-flush-1.json"
+    uri_file.write_text(json.dumps([entry]))
+    assert job._read(uri_file.as_uri()) == [entry]
+    assert not uri_file.exists()  # read once, then removed from the shared location
+    assert job._read((tmp_path / "missing.json").as_uri()) is None
+    local = tmp_path / "result.json"
+    local.write_text("not json")
+    with pytest.raises(SparkJobFailed, match="is not JSON"):
+        job._read(str(local))
+    # One --table, one entry: the catalog may spell the name differently from the task.
+    assert job._entry([entry], "flush_root", "DB.events", None) == entry
+    with pytest.raises(SparkJobFailed, match=r"spark-submit failed\. exit 1"):
+        job._entry(None, "flush_root", "db.events", "exit 1")
