@@ -224,3 +224,25 @@ def assert_round_trip(trigger: Any) -> dict[str, Any]:
     rebuilt = type(trigger)(**decoded)
     assert rebuilt.serialize() == (classpath, kwargs)
     return kwargs
+
+
+def wait_for_running(dag_id: str, task_id: str, *, timeout: float = 120) -> bool:
+    """Wait until ``task_id`` of ``dag_id`` is running (call from a thread beside ``dag.test()``)."""
+    import sqlalchemy as sa
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with create_session() as session:
+            state = session.scalar(
+                sa.select(TaskInstance.state).where(
+                    TaskInstance.dag_id == dag_id,
+                    TaskInstance.task_id == task_id,
+                    TaskInstance.state == "running",
+                )
+            )
+        if state is not None:
+            return True
+        time.sleep(0.05)
+    return False
