@@ -2,7 +2,7 @@
 parses and serializes, the real ``airflow dags reserialize`` registers its trigger in the
 metadata database, and that trigger, rebuilt from its row as the triggerer rebuilds it, keeps
 its watermark in the asset's state store (the real execution API, in process) so that a restart
-resumes from it."""
+resumes from it. Also the commit trigger run inline by ``dag.test()`` for a deferred task."""
 
 from __future__ import annotations
 
@@ -20,14 +20,16 @@ import pytest
 from firn_airflow.triggers import FirnCommitTrigger
 from firn_airflow.triggers.commit import CLASSPATH
 from tests.firn_airflow.triggers.support import (
+    AfterDeferral,
     collect_while,
     commit,
     create_table,
     firn_connection,
     head,
     run_trigger,
+    xcom_return,
 )
-from tests.fixtures.airflow import TEST_DAGS, airflow_cli
+from tests.fixtures.airflow import TEST_DAGS, airflow_cli, load_test_dag
 
 pytestmark = pytest.mark.airflow
 
@@ -221,3 +223,20 @@ def test_several_assets_on_one_trigger_run_without_a_watermark(
     new: list[int] = []
     _, events = asyncio.run(collect_while(trigger, 1, 10, lambda: new.append(commit(table)), after=0.4))
     assert [e["snapshot_id"] for e in events] == new
+
+
+def test_runs_inline_under_dag_test(
+    airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = create_table(firn_connection(tmp_path, monkeypatch), commits=2)
+    start = head(table)
+    new: list[int] = []
+    writer = AfterDeferral(CLASSPATH, lambda: new.append(commit(table)))
+    writer.start()
+    run = load_test_dag("firn_test_sensor_commit_wait").test()
+    writer.join(timeout=60)
+    assert writer.error is None and writer.saw_trigger
+    assert run.state == "success"
+    event = xcom_return(run, "next_commit")
+    assert (event["previous_snapshot_id"], event["snapshot_id"]) == (start, new[0])
+    assert event["operation"] == "append"
