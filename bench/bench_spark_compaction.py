@@ -22,7 +22,11 @@ trip for the Spark runner) / rows, execute being the work units plus the commit.
 three sides run alternately ``--runs`` times each (medians printed), the table rolled back to
 the same snapshot after every compaction.
 
-Run: ``.venv/bin/python bench/bench_spark_compaction.py [--files N] [--rows-per-file N] [--runs N] [--quick]``
+``--max-group-bytes`` lowers ``max-file-group-size-bytes`` so the plan has several groups (work
+units), which the Spark runner runs as parallel tasks.
+
+Run: ``.venv/bin/python bench/bench_spark_compaction.py [--files N] [--rows-per-file N] [--runs N]
+[--max-group-bytes N] [--quick]``
 """
 
 from __future__ import annotations
@@ -101,10 +105,10 @@ def job_round_trip(runner: Any, runs: int = 3) -> float:
     return median(times)
 
 
-def compact(table: Any, runner: Any) -> tuple[float, float, Any]:
+def compact(table: Any, runner: Any, options: dict[str, Any]) -> tuple[float, float, Any]:
     """(planning seconds, execute seconds, result)."""
     start = time.perf_counter()
-    plan = table.maintenance.rewrite_data_files().plan()
+    plan = table.maintenance.rewrite_data_files(**options).plan()
     planned = time.perf_counter()
     result = plan.execute(table, runner)
     return planned - start, time.perf_counter() - planned, result
@@ -115,11 +119,18 @@ def main() -> None:
     p.add_argument("--files", type=int, default=2000)
     p.add_argument("--rows-per-file", type=int, default=5000)
     p.add_argument("--runs", type=int, default=3, help="runs of each runner (medians printed)")
+    p.add_argument(
+        "--max-group-bytes",
+        type=int,
+        default=None,
+        help="rewrite_data_files' max-file-group-size-bytes (default Iceberg's 100 GB: one group here)",
+    )
     p.add_argument("--quick", action="store_true", help="a smoke run: 40 files of 500 rows, 1 run")
     args = p.parse_args()
     if args.quick:
         args.files, args.rows_per_file, args.runs = 40, 500, 1
     rows = args.files * args.rows_per_file
+    options = {} if args.max_group_bytes is None else {"max-file-group-size-bytes": args.max_group_bytes}
     with workdir("spark-compaction") as root:
         catalog = firn.load_catalog(f"sqlite:///{root}/catalog.db", warehouse=str(root / "warehouse"))
         t0 = time.perf_counter()
@@ -141,7 +152,7 @@ def main() -> None:
                 out.mkdir()
                 copies.append(pyarrow_copy(paths, out))
                 for name, runner in runners.items():
-                    plan_s, exec_s, result = compact(table, runner)
+                    plan_s, exec_s, result = compact(table, runner, options)
                     runs[name].append((plan_s, exec_s))
                     if i == 0:
                         print(f"  {name}: {result}")
