@@ -18,7 +18,7 @@ from pyspark.sql.datasource import CaseInsensitiveDict
 from firn.catalog.sql import SqlCatalog
 from firn.errors import FirnError, ValidationError
 from firn.io.arrow_schema import schema_to_arrow
-from firn.spark.source import FirnDataSource
+from firn.spark.source import FirnDataSource, SessionSettings
 from firn.spark.typemap import spark_arrow_schema, spark_schema
 from firn.spark.writer import ABORT_MARKER_PREFIX, WRITE_ID_PROPERTY, FirnCommitMessage, FirnWriter
 from firn.spec.schema import Schema
@@ -181,6 +181,29 @@ def test_overwrite_modes(tmp_path: Path, catalog: SqlCatalog) -> None:
     assert table.refresh().scan().count() == eu_only.num_rows
     with pytest.raises(ValidationError, match="overwrite mode must be 'static' or 'dynamic'"):
         _writer(tmp_path, struct, True, **{"overwrite-mode": "sideways"})
+
+
+def test_the_session_overwrite_mode_applies_unless_an_option_says_otherwise(
+    tmp_path: Path, catalog: SqlCatalog
+) -> None:
+    table = build_table(catalog, "v1")
+    struct = spark_schema(table.schema())
+    # What register() captures from spark.sql.sources.partitionOverwriteMode=dynamic.
+    dynamic = type(
+        "FirnDataSource", (FirnDataSource,), {"settings": SessionSettings(partition_overwrite_mode="dynamic")}
+    )
+
+    def writer(**options: str) -> FirnWriter:
+        source = dynamic(
+            CaseInsensitiveDict({"path": "db.events", "catalog": catalog_uri(tmp_path), **options})
+        )
+        return source.writer(struct, True)
+
+    assert writer().mode == "dynamic"
+    assert writer(**{"overwrite-mode": "static"}).mode == "overwrite"
+    assert writer(partitionOverwriteMode="STATIC").mode == "overwrite"
+    assert _writer(tmp_path, struct, True).mode == "overwrite"  # the default session: static
+    assert _writer(tmp_path, struct, False).mode == "append"
 
 
 def test_files_follow_the_partition_spec_and_sort_order(tmp_path: Path, catalog: SqlCatalog) -> None:
@@ -387,3 +410,28 @@ def test_spark_writes_follow_the_table_properties(spark: Any, tmp_path: Path, ca
         assert {meta.row_group(0).column(i).compression for i in range(meta.num_columns)} == {"GZIP"}
         assert name_id not in (f.lower_bounds or {}) and 1 in (f.lower_bounds or {})
     assert same_rows(table.scan().to_arrow(), events(2000))
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_spark_session_dynamic_overwrite(spark: Any, tmp_path: Path, catalog: SqlCatalog) -> None:
+    import firn.spark
+
+    table = build_table(catalog, "v2-deletes")
+    uri = catalog_uri(tmp_path)
+    us = spark.createDataFrame(
+        [r for r in events(12, start=4000).to_pylist() if r["region"] == "us"],
+        schema=spark_schema(table.schema()),
+    )
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        assert firn.spark.register(spark).settings.partition_overwrite_mode == "dynamic"
+        us.write.format("firn").option("catalog", uri).mode("overwrite").save("db.events")
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+        firn.spark.register(spark)
+    rows = table.refresh().scan(columns=["id", "region"]).to_arrow().to_pylist()
+    assert sorted(r["id"] for r in rows if r["region"] == "us") == sorted(r["id"] for r in us.collect())
+    assert {r["region"] for r in rows} == {"eu", "us", "ap", None}  # other partitions kept
+    snap = table.current_snapshot()
+    assert snap is not None and snap.summary.get("replace-partitions") == "true"
