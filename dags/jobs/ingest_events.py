@@ -20,6 +20,7 @@ different runs do not collide. The job prints one summary line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 import zlib
@@ -28,8 +29,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 import firn.spark
 from firn.errors import AlreadyExists
-from firn.spec.types import DoubleType, LongType, NestedField, StringType, TimestamptzType
 from firn.spec.schema import Schema
+from firn.spec.types import DoubleType, LongType, NestedField, StringType, TimestamptzType
 
 SCHEMA = Schema(
     NestedField(1, "event_id", LongType(), required=True),
@@ -42,7 +43,7 @@ SCHEMA = Schema(
 PARTITION_SPEC = [("ts", "day")]
 PROPERTIES = {"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
 USERS = 97
-# Events of one run span an hour from a fixed day, so the table has a few day partitions.
+# Events of one run fall within an hour of one of three days: a few day partitions in all.
 EPOCH_S = 1_717_200_000  # 2024-06-01T00:00:00Z
 
 
@@ -64,15 +65,11 @@ def ensure_table(spark: SparkSession, name: str) -> None:
     catalog = firn.spark.catalog_config(spark).load()
     namespace = name.rpartition(".")[0]
     if not catalog.namespace_exists(namespace):
-        try:
+        with contextlib.suppress(AlreadyExists):
             catalog.create_namespace(namespace)
-        except AlreadyExists:
-            pass
     if not catalog.table_exists(name):
-        try:
+        with contextlib.suppress(AlreadyExists):
             catalog.create_table(name, SCHEMA, partition_spec=PARTITION_SPEC, properties=PROPERTIES)
-        except AlreadyExists:
-            pass
 
 
 def batch(spark: SparkSession, first_id: int, rows: int, day: int) -> DataFrame:
@@ -98,7 +95,7 @@ def main(argv: list[str]) -> int:
         seed = zlib.crc32(args.run_key.encode())
         base = seed * 1_000_000  # below 2**63 for every crc32
         for i in range(args.commits):
-            batch(spark, base + i * args.rows, args.rows, day=(seed + i) % 3).write.format("firn").mode(
+            batch(spark, base + i * args.rows, args.rows, day=seed % 3).write.format("firn").mode(
                 "append"
             ).save(args.table)
         deleted = 0

@@ -32,6 +32,7 @@ HOOK_MODULES: tuple[str, ...] = ("firn_airflow.hooks.firn",)
 OPERATOR_MODULES: tuple[str, ...] = (
     "firn_airflow.operators.maintenance",
     "firn_airflow.operators.recommended",
+    "firn_airflow.operators.spark_submit",
 )
 SENSOR_MODULES: tuple[str, ...] = ("firn_airflow.sensors.health", "firn_airflow.sensors.new_snapshot")
 TRIGGER_MODULES: tuple[str, ...] = (

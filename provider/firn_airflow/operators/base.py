@@ -90,7 +90,8 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         (templated), e.g. ``{"min-input-files": 2}``.
     :param runner: ``"spark"`` (spark-submit, default), ``"local"`` (in the worker) or
         ``"auto"`` (Spark when the table's live data files exceed ``spark_min_bytes``).
-    :param spark_min_bytes: the ``auto`` threshold (default 1 GiB).
+    :param spark_min_bytes: the ``auto`` threshold (default 1 GiB; templated, e.g. from a DAG
+        param: ``"{{ params.spark_min_bytes }}"``).
     :param spark_conn_id: the Spark connection (must exist; default ``spark_default``).
     :param conf: Spark configuration for spark-submit (templated).
     :param py_files: ``--py-files`` (templated), e.g. a zip of Firn from ``firn.spark.package()``.
@@ -117,7 +118,15 @@ class FirnMaintenanceBaseOperator(BaseOperator):
     # The ``table.maintenance`` operation (``firn.maintenance.operations``) this operator runs.
     OPERATION: ClassVar[str] = ""
 
-    template_fields: Sequence[str] = ("table", "options", "conf", "py_files", "archives", "env_vars")
+    template_fields: Sequence[str] = (
+        "table",
+        "options",
+        "spark_min_bytes",
+        "conf",
+        "py_files",
+        "archives",
+        "env_vars",
+    )
     template_fields_renderers: ClassVar[dict[str, str]] = {
         "options": "json",
         "conf": "json",
@@ -132,7 +141,7 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         firn_conn_id: str = DEFAULT_CONN_ID,
         options: dict[str, Any] | None = None,
         runner: str = "spark",
-        spark_min_bytes: int = DEFAULT_SPARK_MIN_BYTES,
+        spark_min_bytes: int | str = DEFAULT_SPARK_MIN_BYTES,
         spark_conn_id: str = DEFAULT_SPARK_CONN_ID,
         conf: dict[str, Any] | None = None,
         py_files: str | None = None,
@@ -258,6 +267,17 @@ class FirnMaintenanceBaseOperator(BaseOperator):
             raise ValidationError(f"table must be a table name such as 'db.events', got {table!r}")
         return table.strip()
 
+    def _spark_min_bytes(self) -> int:
+        value: object = self.spark_min_bytes
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValidationError(f"spark_min_bytes must be a whole number of bytes, got {value!r}")
+        number = value
+        if number < 0:
+            raise ValidationError(f"spark_min_bytes must be >= 0, got {number}")
+        return number
+
     def _execute(self, context: Context) -> Any:
         table_name = self._table_name = self._rendered_table()
         hook = FirnHook(self.firn_conn_id)
@@ -274,7 +294,7 @@ class FirnMaintenanceBaseOperator(BaseOperator):
                 raise AirflowSkipException(reason)
             work = self.work(table)
             runner = choose_runner(
-                self.runner, table.health() if self.runner == "auto" else None, self.spark_min_bytes
+                self.runner, table.health() if self.runner == "auto" else None, self._spark_min_bytes()
             )
             deadline = time.monotonic() + self.lease_wait_timeout
             if not self.plan_only:
