@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m firn.demo
+	$(PY) examples/demo.py
 
 airflow: $(STAMP)
 	mkdir -p $(AIRFLOW_DIR) $(WAREHOUSE)
@@ -37,8 +37,8 @@ airflow: $(STAMP)
 	$(VENV)/bin/airflow standalone
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check provider tests bench plugins
-	$(VENV)/bin/ruff format --check provider tests bench plugins
+	$(VENV)/bin/ruff check provider tests bench plugins dags examples
+	$(VENV)/bin/ruff format --check provider tests bench plugins dags examples
 	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)

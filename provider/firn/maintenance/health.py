@@ -29,7 +29,8 @@ minus V4 entries a manifest DV removes):
 * ``manifests``: manifests of the manifest list (v1-v3) or leaf manifests of the root (V4);
   ``small_manifests``: v1-v3 manifests smaller than ``0.75 x commit.manifest.target-size-bytes``;
   V4 leaves holding fewer than ``0.75 x commit.leaf.target-entries`` live entries.
-* V4 only: ``root_entries`` (entries in the root manifest, the rows every commit rewrites),
+* V4 only: ``root_entries`` (live entries in the root manifest, the rows every commit rewrites;
+  the DELETED entries a commit records for its own removals are dropped by the next commit),
   ``root_bytes`` (its size), ``root_data_files``, ``root_delete_files`` (DVs and equality
   deletes), ``root_manifest_dvs`` (live entries of each kind in the root).
 * ``last_commit_ms``: when the metadata was last committed (``last-updated-ms``); sensors
@@ -372,10 +373,10 @@ def _v4_tree(io: FileIO, md: TableMetadata, snapshot: Snapshot, small_below: int
         root = _read_v4(io, snapshot.root_manifest, _ROOT_COLUMNS, (b"root",))
         size = snapshot.summary.get(S.ROOT_MANIFEST_SIZE)
         root_bytes = int(size) if size and size.isdigit() else io.new_input(snapshot.root_manifest).length()
-    n = root.num_rows
     status = np.asarray(pc.struct_field(root.column("version_info"), "status").to_numpy(), dtype=np.int64)
     content = _int_column(root, "content_type")
     live = status != _DELETED
+    n = int(np.count_nonzero(live))
     records = _int_column(root, "record_count")
     sizes = _int_column(root, "file_size_in_bytes")
     inline = _count(status, content, _is_puffin(root.column("file_format")), records, sizes, small_below)
