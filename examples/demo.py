@@ -1,0 +1,336 @@
+"""``make demo``: the main job — the ingest and maintenance DAGs, run by Airflow on Spark.
+
+What it does, on the embedded defaults (a SQLite catalog and a local warehouse in
+``./warehouse``, Airflow's metadata in SQLite under ``./.airflow``, Spark ``local[2]``):
+
+1. creates the table ``demo.events`` (format V4) with maintenance thresholds scaled down to a
+   demo-sized table (the defaults are for production tables of thousands of files);
+2. runs the ingest DAG ``firn_ingest_events`` several times through ``dag.test()``: each run
+   submits a PySpark job (``spark-submit``) that appends small batches through the ``firn``
+   data source and retracts some events with a merge-on-read delete;
+3. prints the table's ``health()`` and what ``recommend()`` would run;
+4. runs the maintenance DAG ``firn_nightly_maintenance`` through ``dag.test()`` (every table of
+   the namespace; the operations ``recommend()`` asks for, submitted to Spark), printing each
+   task's state;
+5. prints a before/after table (snapshots, data files, small files, DVs, root entries,
+   planning and full-scan time, rows), checks that the table's rows are identical, and says
+   where the warehouse is and how to see it in the Airflow UI (``make airflow``).
+
+Re-running starts over: the demo table and the demo's Airflow database are recreated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+NAMESPACE = "demo"
+TABLE = f"{NAMESPACE}.events"
+FIRN_CONN_ID = "firn_default"
+SPARK_CONN_ID = "spark_default"
+
+# The demo table stays small (thousands of rows), so the thresholds at which recommend()
+# asks for maintenance are scaled down with it; every key is a documented table property
+# (README "Maintenance"), the defaults are in parentheses.
+DEMO_TABLE_PROPERTIES = {
+    "write.delete.mode": "merge-on-read",
+    "maintenance.compact.min-small-files": "8",  # (100)
+    "maintenance.rewrite-dvs.min-delete-ratio": "0.01",  # (0.1)
+    "maintenance.expire.max-snapshots": "5",  # (1000)
+    "commit.root.max-data-files": "8",  # (200)
+    "commit.root.max-delete-vectors": "8",  # (200)
+}
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where the demo keeps its state."""
+
+    warehouse: Path
+    airflow_home: Path
+
+    @property
+    def catalog_uri(self) -> str:
+        return f"sqlite:///{self.warehouse / 'catalog.db'}"
+
+
+def airflow_environment(paths: Paths) -> dict[str, str]:
+    """The environment Airflow (and the spark-submit it starts) runs in: this repository's
+    ``dags/`` and ``plugins/``, a SQLite metadata DB, and the two connections the DAGs use."""
+    firn_conn = {"conn_type": "firn", "host": paths.catalog_uri, "extra": {"warehouse": str(paths.warehouse)}}
+    spark_conn = {"conn_type": "spark", "host": "local[2]", "extra": {"deploy-mode": "client"}}
+    return {
+        "AIRFLOW_HOME": str(paths.airflow_home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{paths.airflow_home / 'airflow.db'}",
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
+        "AIRFLOW_CONN_FIRN_DEFAULT": json.dumps(firn_conn),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(spark_conn),
+        # spark-submit comes from pip's pyspark in this venv; its workers run this interpreter.
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
+
+
+def reset_airflow_db(paths: Paths, env: dict[str, str]) -> None:
+    """A fresh, migrated metadata database (the real ``airflow db migrate``)."""
+    paths.airflow_home.mkdir(parents=True, exist_ok=True)
+    (paths.airflow_home / "airflow.db").unlink(missing_ok=True)
+    subprocess.run(
+        [str(VENV_BIN / "airflow"), "db", "migrate"],
+        env={**os.environ, **env},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+
+
+def create_table(paths: Paths) -> None:
+    """(Re)create ``demo.events`` empty, with the demo's maintenance thresholds."""
+    import firn
+    from firn.errors import NotFound
+
+    catalog = firn.load_catalog(paths.catalog_uri, warehouse=str(paths.warehouse))
+    try:
+        if not catalog.namespace_exists(NAMESPACE):
+            catalog.create_namespace(NAMESPACE)
+        with suppress(NotFound):
+            catalog.drop_table(TABLE, purge=True)
+        sys.path.insert(0, str(REPO / "dags" / "jobs"))
+        try:
+            from ingest_events import PARTITION_SPEC, SCHEMA
+        finally:
+            sys.path.pop(0)
+        catalog.create_table(TABLE, SCHEMA, partition_spec=PARTITION_SPEC, properties=DEMO_TABLE_PROPERTIES)
+    finally:
+        catalog.close()
+
+
+# -- measuring the table -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """The table as a user sees it: metadata counts, planning and scan times, its rows."""
+
+    snapshots: int
+    data_files: int
+    small_files: int
+    deletion_vectors: int
+    root_entries: int | None
+    planning_ms: float
+    scan_ms: float
+    rows: int
+    fingerprint: Any  # the rows sorted by event_id (a pyarrow Table)
+
+
+def _median_ms(fn: Callable[[], object], repeats: int = 3) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def measure(paths: Paths) -> Measurement:
+    """Health counts, planning and full-scan times (medians of 3) and the rows."""
+    import firn
+    from firn.manifests.cache import clear_caches
+
+    catalog = firn.load_catalog(paths.catalog_uri, warehouse=str(paths.warehouse))
+    try:
+        table = catalog.load_table(TABLE)
+        health = table.health()
+
+        def plan() -> object:
+            clear_caches()
+            return table.scan().plan_files()
+
+        def scan() -> object:
+            clear_caches()
+            return table.scan().to_arrow()
+
+        rows = table.scan().to_arrow().sort_by("event_id")
+        return Measurement(
+            snapshots=health.snapshots,
+            data_files=health.data_files,
+            small_files=health.small_files,
+            deletion_vectors=health.deletion_vectors,
+            root_entries=health.root_entries,
+            planning_ms=_median_ms(plan),
+            scan_ms=_median_ms(scan),
+            rows=rows.num_rows,
+            fingerprint=rows,
+        )
+    finally:
+        catalog.close()
+
+
+def comparison(before: Measurement, after: Measurement) -> str:
+    """The before/after table, one metric per row."""
+
+    def fmt(value: object) -> str:
+        if value is None:
+            return "-"
+        return f"{value:,.1f} ms" if isinstance(value, float) else f"{value:,}"
+
+    rows = [
+        ("snapshots", before.snapshots, after.snapshots),
+        ("data files", before.data_files, after.data_files),
+        ("small files", before.small_files, after.small_files),
+        ("deletion vectors", before.deletion_vectors, after.deletion_vectors),
+        ("root entries", before.root_entries, after.root_entries),
+        ("planning time", before.planning_ms, after.planning_ms),
+        ("full-scan time", before.scan_ms, after.scan_ms),
+        ("rows", before.rows, after.rows),
+    ]
+    width = max(len(r[0]) for r in rows)
+    lines = [f"  {'':<{width}}  {'before':>12}  {'after':>12}"]
+    lines += [f"  {name:<{width}}  {fmt(b):>12}  {fmt(a):>12}" for name, b, a in rows]
+    return "\n".join(lines)
+
+
+# -- running DAGs ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """dag.test() logs every task's output to stdout; the demo prints its own summary."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 1)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def run_dag(
+    dag_id: str, logical_date: datetime, conf: dict[str, Any] | None, verbose: bool
+) -> list[tuple[str, str]]:
+    """Run ``dag_id`` from ``dags/`` once through ``dag.test()``; (task, state) of every task
+    instance, mapped ones as ``task[index]``. Raises when the run did not succeed."""
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.utils.session import create_session
+
+    bag = DagBag(dag_folder=str(REPO / "dags"))
+    if bag.import_errors:
+        raise RuntimeError(f"DAG import errors: {bag.import_errors}")
+    dag = bag.get_dag(dag_id)
+    if dag is None:
+        raise RuntimeError(f"no DAG {dag_id!r} in {REPO / 'dags'}")
+    if verbose:
+        run = dag.test(logical_date=logical_date, run_conf=conf)
+    else:
+        with _quiet_stdout():
+            run = dag.test(logical_date=logical_date, run_conf=conf)
+    order = {task.task_id: i for i, task in enumerate(dag.topological_sort())}
+    with create_session() as session:
+        tis = sorted(
+            run.get_task_instances(session=session), key=lambda ti: (order.get(ti.task_id, 0), ti.map_index)
+        )
+        states = [
+            (ti.task_id + (f"[{ti.map_index}]" if ti.map_index >= 0 else ""), str(ti.state)) for ti in tis
+        ]
+        state = str(run.state)
+    if state != "success":
+        raise RuntimeError(f"{dag_id} run ended {state}: {states}")
+    return states
+
+
+def print_states(dag_id: str, states: list[tuple[str, str]]) -> None:
+    print(f"  {dag_id}")
+    for task_id, state in states:
+        print(f"    {task_id:<48} {state}")
+
+
+# -- the job --------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=4, help="ingest DAG runs (default 4)")
+    parser.add_argument("--warehouse", type=Path, default=REPO / "warehouse")
+    parser.add_argument("--airflow-home", type=Path, default=REPO / ".airflow")
+    parser.add_argument("--verbose", action="store_true", help="show the DAG runs' task logs")
+    args = parser.parse_args(argv)
+    paths = Paths(args.warehouse.resolve(), args.airflow_home.resolve())
+    started = time.monotonic()
+
+    # Airflow's own modules warn about deprecations of their dependencies; not the demo's concern.
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    env = airflow_environment(paths)
+    os.environ.update(env)  # before Airflow is first imported: it reads its settings once
+    paths.warehouse.mkdir(parents=True, exist_ok=True)
+    print(f"Airflow metadata DB: {paths.airflow_home / 'airflow.db'} (migrating)")
+    reset_airflow_db(paths, env)
+    create_table(paths)
+    print(f"Table {TABLE} (format V4) in {paths.catalog_uri}")
+
+    print(f"\n1. Ingest: {args.runs} runs of firn_ingest_events (spark-submit, local[2])")
+    first = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=args.runs)
+    for i in range(args.runs):
+        t0 = time.monotonic()
+        states = run_dag("firn_ingest_events", first + timedelta(hours=i), None, args.verbose)
+        print(f"  run {i + 1}: {', '.join(f'{t} {s}' for t, s in states)} ({time.monotonic() - t0:.0f} s)")
+
+    import firn
+
+    catalog = firn.load_catalog(paths.catalog_uri, warehouse=str(paths.warehouse))
+    table = catalog.load_table(TABLE)
+    print("\n2. Health and recommendations")
+    health = table.health()
+    for key, value in health.to_dict().items():
+        print(f"  {key:<24} {value}")
+    for rec in table.maintenance.recommend():
+        print(f"  -> {rec.operation}: {rec.reason}")
+    catalog.close()
+
+    before = measure(paths)
+    print("\n3. Maintenance: firn_nightly_maintenance (namespace demo, on Spark)")
+    t0 = time.monotonic()
+    states = run_dag(
+        "firn_nightly_maintenance",
+        datetime.now(UTC).replace(microsecond=0),
+        {"namespace": NAMESPACE, "spark_min_bytes": 0, "orphans_dry_run": True, "expire_older_than_days": 0},
+        args.verbose,
+    )
+    print_states("firn_nightly_maintenance", states)
+    print(f"  ({time.monotonic() - t0:.0f} s)")
+    after = measure(paths)
+
+    print("\n4. Before and after")
+    print(comparison(before, after))
+    if not before.fingerprint.equals(after.fingerprint):
+        print("\nERROR: the table's rows changed during maintenance", file=sys.stderr)
+        return 1
+    print(f"\n  Rows identical before and after: {after.rows:,} rows")
+    print(f"\nWarehouse: {paths.warehouse} (catalog {paths.catalog_uri})")
+    print("Health page: run `make airflow`, open http://localhost:8080 and choose 'Firn table health'")
+    print(f"Demo finished in {time.monotonic() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
