@@ -221,7 +221,12 @@ class _Converter(BoundPredicateVisitor[Any]):
 
 
 def _expression_leaf(ref: BoundReference) -> pc.Expression:
-    return pc.field(*ref.path)
+    field = pc.field(*ref.path)
+    if isinstance(ref.field_type, UUIDType):
+        # arrow.uuid extension columns have no comparison kernels: compare their storage
+        # (a cast to fixed_size_binary(16) is free, and a no-op on plain fixed[16] columns).
+        return field.cast(pa.binary(16))
+    return field
 
 
 def to_arrow_expression(expr: BooleanExpression) -> pc.Expression:

@@ -221,6 +221,26 @@ def test_literals_adapt_to_physical_column_types() -> None:
     assert mask("i in (2, 3)", data) == [F, T, F]
 
 
+def test_expressions_compare_uuid_extension_columns_by_storage() -> None:
+    # Arrow has no comparison kernels for arrow.uuid: the expression compares the storage,
+    # and gives the same rows on plain fixed[16] columns (as other writers store uuids).
+    for column in (
+        pa.array([U1.bytes, U2.bytes, None], pa.uuid()),
+        pa.array([U1.bytes, U2.bytes, None], pa.binary(16)),
+    ):
+        data = pa.table({"u": column})
+        for text, expected in (
+            ("u = '00000000-0000-0000-0000-000000000001'", [U2]),
+            ("u != '00000000-0000-0000-0000-000000000001'", [U1, None]),
+            ("u in ('f79c3e09-677c-4bbd-a479-3f349cb785e7')", [U1]),
+            ("u > '00000000-0000-0000-0000-000000000001'", [U1]),
+        ):
+            got = data.filter(to_arrow_expression(bind(SCHEMA, parse(text))))["u"].to_pylist()
+            assert [
+                None if g is None else uuid.UUID(bytes=bytes(g)) if isinstance(g, bytes) else g for g in got
+            ] == expected, text
+
+
 def test_missing_column_is_reported() -> None:
     with pytest.raises(ValidationError, match="'d' is not in the data"):
         evaluate(bind(SCHEMA, parse("d = '2024-01-01'")), TABLE.select(["id"]))
