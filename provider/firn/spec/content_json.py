@@ -27,6 +27,17 @@ from firn.spec.content import (
     PartitionFieldSummary,
     PartitionTuple,
 )
+from firn.spec.json_fields import (
+    get_bool,
+    get_int,
+    get_long,
+    get_str,
+    opt_bool,
+    opt_int,
+    opt_int_list,
+    opt_long,
+    opt_long_list,
+)
 
 _CONTENT_NAMES = {
     FileContent.DATA: "data",
@@ -169,29 +180,9 @@ def data_file_to_json(f: DataFile) -> dict[str, Any]:
     return out
 
 
-def _req(data: Mapping[str, Any], key: str, kind: type) -> Any:
-    value = data.get(key)
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise _bad(f"{key!r} must be a {kind.__name__}", value)
-    return value
-
-
-def _opt_int(data: Mapping[str, Any], key: str) -> int | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _bad(f"{key!r} must be an integer", value)
-    return value
-
-
-def _opt_ints(data: Mapping[str, Any], key: str) -> tuple[int, ...] | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise _bad(f"{key!r} must be a list of integers", value)
-    return tuple(value)
+# Typed fields are read by firn.spec.json_fields with Java's widths (DataFile/ManifestFile:
+# ids are ints, counts, sizes, offsets and sequence numbers longs).
+_WHAT = "content file JSON"
 
 
 def data_file_from_json(data: Any) -> DataFile:
@@ -203,7 +194,7 @@ def data_file_from_json(data: Any) -> DataFile:
     if content is None:
         raise _bad("unknown content", data.get("content"))
     try:
-        file_format = FileFormat.parse(_req(data, "file-format", str))
+        file_format = FileFormat.parse(get_str(data, "file-format", _WHAT))
     except ValueError:
         raise _bad("unknown file-format", data.get("file-format")) from None
     key_metadata = data.get("key-metadata")
@@ -218,12 +209,12 @@ def data_file_from_json(data: Any) -> DataFile:
         raise _bad("'referenced-data-file' must be a string", referenced)
     return DataFile(
         content=content,
-        file_path=_req(data, "file-path", str),
+        file_path=get_str(data, "file-path", _WHAT),
         file_format=file_format,
         partition=partition_from_json(data.get("partition", [])),
-        record_count=_req(data, "record-count", int),
-        file_size_in_bytes=_req(data, "file-size-in-bytes", int),
-        spec_id=_req(data, "spec-id", int),
+        record_count=get_long(data, "record-count", _WHAT),
+        file_size_in_bytes=get_long(data, "file-size-in-bytes", _WHAT),
+        spec_id=get_int(data, "spec-id", _WHAT),
         column_sizes=_int_map_from_json(data.get("column-sizes"), "column-sizes"),
         value_counts=_int_map_from_json(data.get("value-counts"), "value-counts"),
         null_value_counts=_int_map_from_json(data.get("null-value-counts"), "null-value-counts"),
@@ -231,13 +222,13 @@ def data_file_from_json(data: Any) -> DataFile:
         lower_bounds=_bytes_map_from_json(data.get("lower-bounds"), "lower-bounds"),
         upper_bounds=_bytes_map_from_json(data.get("upper-bounds"), "upper-bounds"),
         key_metadata=key_bytes,
-        split_offsets=_opt_ints(data, "split-offsets"),
-        equality_ids=_opt_ints(data, "equality-ids"),
-        sort_order_id=_opt_int(data, "sort-order-id"),
-        first_row_id=_opt_int(data, "first-row-id"),
+        split_offsets=opt_long_list(data, "split-offsets", _WHAT),
+        equality_ids=opt_int_list(data, "equality-ids", _WHAT),
+        sort_order_id=opt_int(data, "sort-order-id", _WHAT),
+        first_row_id=opt_long(data, "first-row-id", _WHAT),
         referenced_data_file=referenced,
-        content_offset=_opt_int(data, "content-offset"),
-        content_size_in_bytes=_opt_int(data, "content-size-in-bytes"),
+        content_offset=opt_long(data, "content-offset", _WHAT),
+        content_size_in_bytes=opt_long(data, "content-size-in-bytes", _WHAT),
     )
 
 
@@ -306,30 +297,30 @@ def manifest_file_from_json(data: Any) -> ManifestFile:
             raise _bad("'partitions' must be a list", partitions)
         summaries = tuple(
             PartitionFieldSummary(
-                contains_null=bool(p.get("contains-null")),
-                contains_nan=p.get("contains-nan"),
+                contains_null=get_bool(p, "contains-null", f"{_WHAT} partition summary"),
+                contains_nan=opt_bool(p, "contains-nan", f"{_WHAT} partition summary"),
                 lower_bound=_unhex(p.get("lower-bound"), "lower-bound"),
                 upper_bound=_unhex(p.get("upper-bound"), "upper-bound"),
             )
             for p in partitions
         )
     return ManifestFile(
-        manifest_path=_req(data, "manifest-path", str),
-        manifest_length=_req(data, "manifest-length", int),
-        partition_spec_id=_req(data, "partition-spec-id", int),
+        manifest_path=get_str(data, "manifest-path", _WHAT),
+        manifest_length=get_long(data, "manifest-length", _WHAT),
+        partition_spec_id=get_int(data, "partition-spec-id", _WHAT),
         content=ManifestContent.DELETES if content == "deletes" else ManifestContent.DATA,
-        sequence_number=_opt_int(data, "sequence-number"),
-        min_sequence_number=_opt_int(data, "min-sequence-number"),
-        added_snapshot_id=_opt_int(data, "added-snapshot-id"),
-        added_files_count=_opt_int(data, "added-files-count"),
-        existing_files_count=_opt_int(data, "existing-files-count"),
-        deleted_files_count=_opt_int(data, "deleted-files-count"),
-        added_rows_count=_opt_int(data, "added-rows-count"),
-        existing_rows_count=_opt_int(data, "existing-rows-count"),
-        deleted_rows_count=_opt_int(data, "deleted-rows-count"),
+        sequence_number=opt_long(data, "sequence-number", _WHAT),
+        min_sequence_number=opt_long(data, "min-sequence-number", _WHAT),
+        added_snapshot_id=opt_long(data, "added-snapshot-id", _WHAT),
+        added_files_count=opt_int(data, "added-files-count", _WHAT),
+        existing_files_count=opt_int(data, "existing-files-count", _WHAT),
+        deleted_files_count=opt_int(data, "deleted-files-count", _WHAT),
+        added_rows_count=opt_long(data, "added-rows-count", _WHAT),
+        existing_rows_count=opt_long(data, "existing-rows-count", _WHAT),
+        deleted_rows_count=opt_long(data, "deleted-rows-count", _WHAT),
         partitions=summaries,
         key_metadata=_unhex(data.get("key-metadata"), "key-metadata"),
-        first_row_id=_opt_int(data, "first-row-id"),
+        first_row_id=opt_long(data, "first-row-id", _WHAT),
     )
 
 

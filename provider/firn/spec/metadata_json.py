@@ -13,10 +13,29 @@ import json
 import uuid
 import zlib
 from collections.abc import Callable, Mapping
+from itertools import chain
 from types import MappingProxyType
 from typing import Any
 
 from firn.errors import InvalidMetadata
+from firn.spec.json_fields import (
+    INT_MAX,
+    INT_MIN,
+    LONG_MAX,
+    LONG_MIN,
+    all_longs,
+    get_int,
+    get_list,
+    get_long,
+    get_object,
+    get_str,
+    opt_int,
+    opt_int_list,
+    opt_list,
+    opt_long,
+    opt_str,
+    optional,
+)
 from firn.spec.partitioning import PARTITION_FIELD_ID_START, PartitionSpec
 from firn.spec.schema import Schema
 from firn.spec.schema_json import (
@@ -159,52 +178,126 @@ def _snapshot_log_text(log: tuple[SnapshotLogEntry, ...]) -> str:
 
 
 def snapshot_from_dict(d: Mapping[str, Any], format_version: int) -> Snapshot:
-    try:
-        summary = d.get("summary") or {OPERATION: Operation.APPEND.value}
-        manifests = d.get("manifests")
-        return Snapshot(
-            snapshot_id=int(d["snapshot-id"]),
-            parent_snapshot_id=int(d["parent-snapshot-id"])
-            if d.get("parent-snapshot-id") is not None
-            else None,
-            sequence_number=int(d.get("sequence-number", 0)),
-            timestamp_ms=int(d["timestamp-ms"]),
-            summary=summary_from_dict(summary),
-            manifest_list=d.get("manifest-list"),
-            schema_id=int(d["schema-id"]) if d.get("schema-id") is not None else None,
-            first_row_id=int(d["first-row-id"]) if d.get("first-row-id") is not None else None,
-            added_rows=int(d["added-rows"]) if d.get("added-rows") is not None else None,
-            key_id=d.get("key-id"),
-            root_manifest=d.get("root-manifest"),
-            manifests=tuple(manifests) if manifests is not None else None,
+    """A snapshot from its JSON object; a field of the wrong type or width is an
+    ``InvalidMetadata`` naming the snapshot and the field."""
+    if type(d) is dict:
+        # Every snapshot of a metadata file passes here, so the common case is checked
+        # inline (field readers would add a third to the parse time); anything else goes
+        # through the field readers below, which raise the precise error.
+        get = d.get
+        sid, ts, parent, seq = (
+            get("snapshot-id"),
+            get("timestamp-ms"),
+            get("parent-snapshot-id"),
+            get("sequence-number"),
         )
-    except KeyError as e:
-        raise InvalidMetadata(f"snapshot is missing required field {e.args[0]!r}") from None
-    except (TypeError, ValueError) as e:
-        raise InvalidMetadata(f"invalid snapshot {d.get('snapshot-id')!r}: {e}") from e
+        schema_id, first, added = get("schema-id"), get("first-row-id"), get("added-rows")
+        manifest_list, root, key_id = get("manifest-list"), get("root-manifest"), get("key-id")
+        summary = get("summary")
+        if (
+            type(sid) is int
+            and type(ts) is int
+            and type(parent) in _INT_OR_NONE
+            and type(seq) in _INT_OR_NONE
+            and type(schema_id) in _INT_OR_NONE
+            and type(first) in _INT_OR_NONE
+            and type(added) in _INT_OR_NONE
+            and type(manifest_list) in _STR_OR_NONE
+            and type(root) in _STR_OR_NONE
+            and type(key_id) in _STR_OR_NONE
+            and type(summary) is dict
+            and "manifests" not in d
+            and LONG_MIN <= sid <= LONG_MAX
+            and LONG_MIN <= ts <= LONG_MAX
+            and (parent is None or LONG_MIN <= parent <= LONG_MAX)
+            and (seq is None or LONG_MIN <= seq <= LONG_MAX)
+            and (schema_id is None or INT_MIN <= schema_id <= INT_MAX)
+            and (first is None or LONG_MIN <= first <= LONG_MAX)
+            and (added is None or LONG_MIN <= added <= LONG_MAX)
+        ):
+            return Snapshot(
+                snapshot_id=sid,
+                parent_snapshot_id=parent,
+                sequence_number=seq or 0,
+                timestamp_ms=ts,
+                summary=summary_from_dict(summary, snapshot_id=sid),
+                manifest_list=manifest_list,
+                schema_id=schema_id,
+                first_row_id=first,
+                added_rows=added,
+                key_id=key_id,
+                root_manifest=root,
+            )
+    what = f"snapshot {get_long(d, 'snapshot-id', 'snapshot')}"
+    summary = get_object(
+        optional(d, "summary", what) or {OPERATION: Operation.APPEND.value}, f"{what} summary"
+    )
+    manifests = optional(d, "manifests", what)
+    if manifests is not None and not (
+        isinstance(manifests, list) and all(isinstance(m, str) for m in manifests)
+    ):
+        raise InvalidMetadata(f"{what}: 'manifests' must be a list of strings, got {manifests!r}")
+    return Snapshot(
+        snapshot_id=d["snapshot-id"],
+        parent_snapshot_id=opt_long(d, "parent-snapshot-id", what),
+        sequence_number=opt_long(d, "sequence-number", what) or 0,
+        timestamp_ms=get_long(d, "timestamp-ms", what),
+        summary=summary_from_dict(summary, snapshot_id=d["snapshot-id"]),
+        manifest_list=opt_str(d, "manifest-list", what),
+        schema_id=opt_int(d, "schema-id", what),
+        first_row_id=opt_long(d, "first-row-id", what),
+        added_rows=opt_long(d, "added-rows", what),
+        key_id=opt_str(d, "key-id", what),
+        root_manifest=opt_str(d, "root-manifest", what),
+        manifests=tuple(manifests) if manifests is not None else None,
+    )
+
+
+# Types of JSON values the inline check of snapshot_from_dict accepts.
+_INT_OR_NONE = frozenset((int, type(None)))
+_STR_OR_NONE = frozenset((str, type(None)))
 
 
 # Parsed snapshots of recently read tables (16), by table, then by snapshot id: reused when a
 # later metadata file of the same table holds an identical snapshot object. Snapshots are
 # immutable, so a refresh after another writer's commit builds only the new ones (DESIGN:
 # commit cost, including a retry's refresh, must not grow with history). Reuse requires the
-# JSON objects to be equal, so a hit is exactly what parsing would have produced.
+# JSON objects to be equal, so a hit is exactly what parsing would have produced; but Python
+# finds ``1.0`` and ``true`` equal to ``1``, and a file holding them where an integer belongs
+# must be refused, not served what an earlier, valid file parsed. So equality decides a hit
+# only when no top-level value of the file's snapshots is a float or a bool (one C-level pass
+# over them, at the first hit); otherwise every snapshot is parsed. (The nested values the
+# parser reads, summary values and v1 manifest paths, must be strings, and a string equals
+# only a string.)
 _parse_cache: LRUCache[dict[int, tuple[Mapping[str, Any], Snapshot]]] = LRUCache(16)
+_NOT_INTEGERS = frozenset((float, bool))
 
 
-def _snapshots_from_dicts(raw: Any, v: int, table_key: object) -> tuple[Snapshot, ...]:
+def _no_floats_or_bools(raw: list[Any]) -> bool:
+    try:
+        return _NOT_INTEGERS.isdisjoint(map(type, chain.from_iterable(map(dict.values, raw))))
+    except TypeError:  # an item is not a JSON object: parsing it raises the error
+        return False
+
+
+def _snapshots_from_dicts(raw: list[Any], v: int, table_key: object) -> tuple[Snapshot, ...]:
     if not raw:
         return ()
     known = _parse_cache.setdefault(table_key, {})
+    reusable: bool | None = None  # decided at the first hit
     seen: dict[int, tuple[Mapping[str, Any], Snapshot]] = {}
     out = []
     for d in raw:
-        sid = d.get("snapshot-id") if isinstance(d, dict) else None
-        hit = known.get(sid) if isinstance(sid, int) else None
+        sid = d.get("snapshot-id") if type(d) is dict else None
+        hit = known.get(sid) if type(sid) is int else None
         if hit is not None and hit[0] == d:
-            snap = hit[1]
-        else:
-            snap = snapshot_from_dict(d, v)
+            if reusable is None:
+                reusable = _no_floats_or_bools(raw)
+            if reusable:
+                seen[hit[1].snapshot_id] = hit
+                out.append(hit[1])
+                continue
+        snap = snapshot_from_dict(d, v)
         seen[snap.snapshot_id] = (d, snap)
         out.append(snap)
     # Keep exactly this file's snapshots: expired ones drop out, the cache stays bounded.
@@ -225,17 +318,19 @@ def ref_to_dict(r: SnapshotRef) -> dict[str, Any]:
     return out
 
 
-def ref_from_dict(d: Mapping[str, Any]) -> SnapshotRef:
-    def opt(key: str) -> int | None:
-        v = d.get(key)
-        return int(v) if v is not None else None
-
+def ref_from_dict(d: Mapping[str, Any], *, name: str | None = None) -> SnapshotRef:
+    what = f"ref {name!r}" if name is not None else "ref"
+    kind = get_str(d, "type", what)
+    try:
+        ref_type = RefType(kind.lower())
+    except ValueError:
+        raise InvalidMetadata(f"{what}: 'type' must be 'branch' or 'tag', got {kind!r}") from None
     return SnapshotRef(
-        snapshot_id=int(d["snapshot-id"]),
-        ref_type=RefType(str(d["type"]).lower()),
-        min_snapshots_to_keep=opt("min-snapshots-to-keep"),
-        max_snapshot_age_ms=opt("max-snapshot-age-ms"),
-        max_ref_age_ms=opt("max-ref-age-ms"),
+        snapshot_id=get_long(d, "snapshot-id", what),
+        ref_type=ref_type,
+        min_snapshots_to_keep=opt_int(d, "min-snapshots-to-keep", what),
+        max_snapshot_age_ms=opt_long(d, "max-snapshot-age-ms", what),
+        max_ref_age_ms=opt_long(d, "max-ref-age-ms", what),
     )
 
 
@@ -264,22 +359,27 @@ def statistics_to_dict(s: StatisticsFile) -> dict[str, Any]:
 
 
 def statistics_from_dict(d: Mapping[str, Any]) -> StatisticsFile:
+    what = f"statistics file of snapshot {get_long(d, 'snapshot-id', 'statistics file')}"
     return StatisticsFile(
-        snapshot_id=int(d["snapshot-id"]),
-        statistics_path=str(d["statistics-path"]),
-        file_size_in_bytes=int(d["file-size-in-bytes"]),
-        file_footer_size_in_bytes=int(d["file-footer-size-in-bytes"]),
-        key_metadata=d.get("key-metadata"),
-        blob_metadata=tuple(
-            BlobMetadata(
-                type=str(b["type"]),
-                snapshot_id=int(b["snapshot-id"]),
-                sequence_number=int(b["sequence-number"]),
-                fields=tuple(int(f) for f in b.get("fields", ())),
-                properties=MappingProxyType(dict(b["properties"])) if b.get("properties") else None,
-            )
-            for b in d.get("blob-metadata", ())
-        ),
+        snapshot_id=d["snapshot-id"],
+        statistics_path=get_str(d, "statistics-path", what),
+        file_size_in_bytes=get_long(d, "file-size-in-bytes", what),
+        file_footer_size_in_bytes=get_long(d, "file-footer-size-in-bytes", what),
+        key_metadata=opt_str(d, "key-metadata", what),
+        blob_metadata=tuple(_blob_from_dict(b, f"{what} blob") for b in opt_list(d, "blob-metadata", what)),
+    )
+
+
+def _blob_from_dict(b: Mapping[str, Any], what: str) -> BlobMetadata:
+    properties = optional(b, "properties", what)
+    return BlobMetadata(
+        type=get_str(b, "type", what),
+        snapshot_id=get_long(b, "snapshot-id", what),
+        sequence_number=get_long(b, "sequence-number", what),
+        fields=opt_int_list(b, "fields", what) or (),
+        properties=MappingProxyType(dict(get_object(properties, f"{what} properties")))
+        if properties
+        else None,
     )
 
 
@@ -441,8 +541,10 @@ def metadata_from_dict(d: Mapping[str, Any], *, location: str | None = None) -> 
 def _schemas_from_dict(d: Mapping[str, Any]) -> tuple[tuple[Schema, ...], int]:
     """The schemas and the current schema id; v1 may carry only the deprecated ``schema``."""
     if d.get("schemas"):
-        schemas = tuple(schema_from_json(s) for s in d["schemas"])
-        current_schema_id = int(d["current-schema-id"]) if "current-schema-id" in d else schemas[0].schema_id
+        schemas = tuple(schema_from_json(s) for s in get_list(d, "schemas", "table metadata"))
+        current_schema_id = opt_int(d, "current-schema-id", "table metadata")
+        if current_schema_id is None:
+            current_schema_id = schemas[0].schema_id
     elif "schema" in d:
         s = schema_from_json(d["schema"])
         schemas = (s,)
@@ -458,8 +560,10 @@ def _specs_from_dict(d: Mapping[str, Any]) -> tuple[tuple[PartitionSpec, ...], i
     """The partition specs, the default spec id and the last partition id; v1 may carry only
     the deprecated ``partition-spec`` (its field ids then count from 1000)."""
     if d.get("partition-specs"):
-        specs = tuple(partition_spec_from_json(s) for s in d["partition-specs"])
-        default_spec_id = int(d.get("default-spec-id", specs[0].spec_id))
+        specs = tuple(partition_spec_from_json(s) for s in get_list(d, "partition-specs", "table metadata"))
+        default_spec_id = opt_int(d, "default-spec-id", "table metadata")
+        if default_spec_id is None:
+            default_spec_id = specs[0].spec_id
     elif "partition-spec" in d:
         specs = (PartitionSpec(0, partition_fields_from_json(d["partition-spec"], implicit_ids=True)),)
         default_spec_id = 0
@@ -467,24 +571,28 @@ def _specs_from_dict(d: Mapping[str, Any]) -> tuple[tuple[PartitionSpec, ...], i
         raise KeyError("partition-specs")
     if default_spec_id not in {s.spec_id for s in specs}:
         raise InvalidMetadata(f"default-spec-id {default_spec_id} is not among the partition specs")
-    last_partition_id = d.get("last-partition-id")
+    last_partition_id = opt_int(d, "last-partition-id", "table metadata")
     if last_partition_id is None:
         last_partition_id = max(
             (f.field_id for s in specs for f in s.fields), default=PARTITION_FIELD_ID_START - 1
         )
-    return specs, default_spec_id, int(last_partition_id)
+    return specs, default_spec_id, last_partition_id
 
 
 def _sort_orders_from_dict(d: Mapping[str, Any]) -> tuple[tuple[SortOrder, ...], int]:
     if d.get("sort-orders"):
-        sort_orders = tuple(sort_order_from_json(o) for o in d["sort-orders"])
-        return sort_orders, int(d.get("default-sort-order-id", sort_orders[0].order_id))
+        sort_orders = tuple(sort_order_from_json(o) for o in get_list(d, "sort-orders", "table metadata"))
+        default_id = opt_int(d, "default-sort-order-id", "table metadata")
+        return sort_orders, sort_orders[0].order_id if default_id is None else default_id
     return (UNSORTED,), UNSORTED.order_id
 
 
 def _refs_from_dict(d: Mapping[str, Any], current_snapshot_id: int | None) -> dict[str, SnapshotRef]:
     """The refs; metadata without ``refs`` (v1) gets ``main`` at the current snapshot."""
-    refs = {str(k): ref_from_dict(r) for k, r in (d.get("refs") or {}).items()}
+    refs = {
+        str(k): ref_from_dict(r, name=str(k))
+        for k, r in get_object(d.get("refs") or {}, "table metadata 'refs'").items()
+    }
     if current_snapshot_id is not None and MAIN_BRANCH not in refs:
         refs[MAIN_BRANCH] = SnapshotRef(current_snapshot_id, RefType.BRANCH)
     return refs
@@ -504,21 +612,22 @@ def _metadata_from_dict(d: Mapping[str, Any], v: int) -> TableMetadata:
     schemas, current_schema_id = _schemas_from_dict(d)
     specs, default_spec_id, last_partition_id = _specs_from_dict(d)
     sort_orders, default_sort_order_id = _sort_orders_from_dict(d)
-    current = d.get("current-snapshot-id")
-    current_snapshot_id = int(current) if current is not None and int(current) != -1 else None
-    snapshots = _snapshots_from_dicts(d.get("snapshots"), v, (d.get("table-uuid"), v))
+    current_snapshot_id = opt_long(d, "current-snapshot-id", _TABLE)
+    if current_snapshot_id == -1:
+        current_snapshot_id = None
+    snapshots = _snapshots_from_dicts(opt_list(d, "snapshots", _TABLE), v, (d.get("table-uuid"), v))
     if current_snapshot_id is not None and current_snapshot_id not in {s.snapshot_id for s in snapshots}:
         raise InvalidMetadata(f"current-snapshot-id {current_snapshot_id} is not among the snapshots")
     refs = _refs_from_dict(d, current_snapshot_id)
     _check_required(d, v)
-    uuid_text = d.get("table-uuid")
+    uuid_text = opt_str(d, "table-uuid", _TABLE)
     return TableMetadata(
         format_version=v,
         table_uuid=uuid.UUID(uuid_text) if uuid_text is not None else uuid.uuid4(),
-        location=str(d.get("location") or ""),
-        last_sequence_number=int(d.get("last-sequence-number", 0)),
-        last_updated_ms=int(d["last-updated-ms"]),
-        last_column_id=int(d["last-column-id"]),
+        location=opt_str(d, "location", _TABLE) or "",
+        last_sequence_number=opt_long(d, "last-sequence-number", _TABLE) or 0,
+        last_updated_ms=get_long(d, "last-updated-ms", _TABLE),
+        last_column_id=get_int(d, "last-column-id", _TABLE),
         schemas=schemas,
         current_schema_id=current_schema_id,
         partition_specs=specs,
@@ -529,33 +638,62 @@ def _metadata_from_dict(d: Mapping[str, Any], v: int) -> TableMetadata:
         properties=MappingProxyType({str(k): str(val) for k, val in (d.get("properties") or {}).items()}),
         current_snapshot_id=current_snapshot_id,
         snapshots=snapshots,
-        snapshot_log=tuple(
-            SnapshotLogEntry(int(e["snapshot-id"]), int(e["timestamp-ms"]))
-            for e in d.get("snapshot-log") or ()
-        ),
+        snapshot_log=_snapshot_log_from_list(opt_list(d, "snapshot-log", _TABLE)),
         metadata_log=tuple(
-            MetadataLogEntry(str(e["metadata-file"]), int(e["timestamp-ms"]))
-            for e in d.get("metadata-log") or ()
+            MetadataLogEntry(
+                get_str(e, "metadata-file", _METADATA_LOG), get_long(e, "timestamp-ms", _METADATA_LOG)
+            )
+            for e in opt_list(d, "metadata-log", _TABLE)
         ),
         refs=MappingProxyType(refs),
-        statistics=tuple(statistics_from_dict(s) for s in d.get("statistics") or ()),
+        statistics=tuple(statistics_from_dict(s) for s in opt_list(d, "statistics", _TABLE)),
         partition_statistics=tuple(
-            PartitionStatisticsFile(
-                int(p["snapshot-id"]), str(p["statistics-path"]), int(p["file-size-in-bytes"])
-            )
-            for p in d.get("partition-statistics") or ()
+            _partition_statistics_from_dict(p) for p in opt_list(d, "partition-statistics", _TABLE)
         ),
-        next_row_id=int(d["next-row-id"]) if d.get("next-row-id") is not None else None,
-        encryption_keys=tuple(_encryption_key_from_dict(k) for k in d.get("encryption-keys") or ()),
+        next_row_id=opt_long(d, "next-row-id", _TABLE),
+        encryption_keys=tuple(_encryption_key_from_dict(k) for k in opt_list(d, "encryption-keys", _TABLE)),
+    )
+
+
+_TABLE = "table metadata"
+_SNAPSHOT_LOG = "snapshot-log entry"
+_METADATA_LOG = "metadata-log entry"
+
+
+def _snapshot_log_from_list(entries: list[Any]) -> tuple[SnapshotLogEntry, ...]:
+    """The snapshot log; as long as the history, so the common case is checked a column at a
+    time in C loops, and only a log that fails the check is read entry by entry for the error."""
+    try:
+        ids = [e["snapshot-id"] for e in entries]
+        stamps = [e["timestamp-ms"] for e in entries]
+    except (KeyError, TypeError, IndexError):
+        pass
+    else:
+        if all_longs(ids) and all_longs(stamps):
+            return tuple(map(SnapshotLogEntry, ids, stamps))
+    return tuple(
+        SnapshotLogEntry(
+            get_long(e, "snapshot-id", _SNAPSHOT_LOG), get_long(e, "timestamp-ms", _SNAPSHOT_LOG)
+        )
+        for e in entries
+    )
+
+
+def _partition_statistics_from_dict(p: Mapping[str, Any]) -> PartitionStatisticsFile:
+    what = f"partition statistics file of snapshot {get_long(p, 'snapshot-id', 'partition statistics file')}"
+    return PartitionStatisticsFile(
+        p["snapshot-id"], get_str(p, "statistics-path", what), get_long(p, "file-size-in-bytes", what)
     )
 
 
 def _encryption_key_from_dict(k: Mapping[str, Any]) -> EncryptionKey:
+    what = f"encryption key {get_str(k, 'key-id', 'encryption key')!r}"
+    properties = optional(k, "properties", what)
     return EncryptionKey(
-        str(k["key-id"]),
-        str(k["encrypted-key-metadata"]),
-        k.get("encrypted-by-id"),
-        MappingProxyType(dict(k["properties"])) if k.get("properties") else None,
+        k["key-id"],
+        get_str(k, "encrypted-key-metadata", what),
+        opt_str(k, "encrypted-by-id", what),
+        MappingProxyType(dict(get_object(properties, f"{what} properties"))) if properties else None,
     )
 
 

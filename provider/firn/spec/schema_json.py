@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from firn.errors import InvalidMetadata, ValidationError
 from firn.spec import values
 from firn.spec.field_ids import MAX_TABLE_FIELD_ID
+from firn.spec.json_fields import (
+    get_bool,
+    get_int,
+    get_list,
+    get_object,
+    get_str,
+    opt_int,
+    opt_int_list,
+    opt_str,
+    require,
+)
 from firn.spec.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
 from firn.spec.schema import Schema
 from firn.spec.sorting import NullOrder, SortDirection, SortField, SortOrder
@@ -22,12 +34,7 @@ from firn.spec.types import (
     primitive_from_string,
 )
 
-
-def _req(obj: Mapping[str, Any], key: str, what: str) -> Any:
-    try:
-        return obj[key]
-    except (KeyError, TypeError):
-        raise InvalidMetadata(f"{what} is missing required field {key!r}") from None
+_E = TypeVar("_E", bound=enum.Enum)
 
 
 # -- types ----------------------------------------------------------------------------------
@@ -81,37 +88,37 @@ def type_from_json(data: Any) -> IcebergType:
         raise InvalidMetadata(f"cannot parse type from {data!r}")
     kind = data.get("type")
     if kind == "struct":
-        return StructType(*(field_from_json(f) for f in _req(data, "fields", "struct type")))
+        return StructType(*(field_from_json(f) for f in get_list(data, "fields", "struct type")))
     if kind == "list":
         return ListType(
-            int(_req(data, "element-id", "list type")),
-            type_from_json(_req(data, "element", "list type")),
-            bool(_req(data, "element-required", "list type")),
+            get_int(data, "element-id", "list type"),
+            type_from_json(require(data, "element", "list type")),
+            get_bool(data, "element-required", "list type"),
         )
     if kind == "map":
         return MapType(
-            int(_req(data, "key-id", "map type")),
-            type_from_json(_req(data, "key", "map type")),
-            int(_req(data, "value-id", "map type")),
-            type_from_json(_req(data, "value", "map type")),
-            bool(_req(data, "value-required", "map type")),
+            get_int(data, "key-id", "map type"),
+            type_from_json(require(data, "key", "map type")),
+            get_int(data, "value-id", "map type"),
+            type_from_json(require(data, "value", "map type")),
+            get_bool(data, "value-required", "map type"),
         )
     raise InvalidMetadata(f"unknown nested type {kind!r}")
 
 
 def field_from_json(data: Mapping[str, Any]) -> NestedField:
-    t = type_from_json(_req(data, "type", "schema field"))
+    name = get_str(data, "name", "schema field")
+    what = f"schema field {name!r}"
+    fid = get_int(data, "id", what)
+    t = type_from_json(require(data, "type", what))
     initial = data.get("initial-default")
     write = data.get("write-default")
-    fid = _req(data, "id", "schema field")
-    if not isinstance(fid, int) or isinstance(fid, bool):
-        raise InvalidMetadata(f"schema field id must be an integer, got {fid!r}")
     return NestedField(
         field_id=fid,
-        name=str(_req(data, "name", "schema field")),
+        name=name,
         field_type=t,
-        required=bool(_req(data, "required", "schema field")),
-        doc=data.get("doc"),
+        required=get_bool(data, "required", what),
+        doc=opt_str(data, "doc", what),
         initial_default=values.from_json(t, initial) if initial is not None else None,
         write_default=values.from_json(t, write) if write is not None else None,
     )
@@ -127,13 +134,15 @@ def schema_to_json(schema: Schema) -> dict[str, Any]:
 
 
 def schema_from_json(data: Mapping[str, Any]) -> Schema:
-    if not isinstance(data, Mapping):
-        raise InvalidMetadata(f"schema must be a JSON object, got {type(data).__name__}")
-    fields = [field_from_json(f) for f in _req(data, "fields", "schema")]
+    get_object(data, "schema")
+    # v1 metadata's single ``schema`` may have no id (Java: 0 then).
+    schema_id = opt_int(data, "schema-id", "schema")
+    what = f"schema {schema_id or 0}"
+    fields = [field_from_json(f) for f in get_list(data, "fields", what)]
     schema = Schema(
         *fields,
-        schema_id=int(data.get("schema-id", 0)),
-        identifier_field_ids=[int(i) for i in data.get("identifier-field-ids") or ()],
+        schema_id=schema_id or 0,
+        identifier_field_ids=opt_int_list(data, "identifier-field-ids", what) or (),
     )
     # Field ids are how every file is read: a duplicate or reserved id would silently read the
     # wrong column, so reject them here (where the error can name the file) and not at scan time.
@@ -168,35 +177,45 @@ def partition_spec_to_json(spec: PartitionSpec) -> dict[str, Any]:
 def partition_fields_from_json(
     data: Sequence[Mapping[str, Any]], *, implicit_ids: bool
 ) -> tuple[PartitionField, ...]:
+    if not isinstance(data, list | tuple):
+        raise InvalidMetadata(f"partition fields must be a list, got {type(data).__name__}")
     out: list[PartitionField] = []
     for i, f in enumerate(data):
-        source_ids = f.get("source-ids")
-        if source_ids is not None:
-            source_ids = tuple(int(x) for x in source_ids)
-            source_id = source_ids[0]
-        else:
-            source_id = int(_req(f, "source-id", "partition field"))
-        field_id = f.get("field-id")
+        name = get_str(f, "name", "partition field")
+        what = f"partition field {name!r}"
+        source_ids = _source_ids(f, what)
+        source_id = source_ids[0] if source_ids else get_int(f, "source-id", what)
+        field_id = opt_int(f, "field-id", what)
         if field_id is None:
             if not implicit_ids:
-                raise InvalidMetadata(f"partition field {f.get('name')!r} is missing field-id")
+                raise InvalidMetadata(f"{what} is missing field-id")
             field_id = PARTITION_FIELD_ID_START + i
         out.append(
             PartitionField(
                 source_id=source_id,
-                field_id=int(field_id),
-                transform=parse_transform(str(_req(f, "transform", "partition field"))),
-                name=str(_req(f, "name", "partition field")),
+                field_id=field_id,
+                transform=parse_transform(get_str(f, "transform", what)),
+                name=name,
                 source_ids=source_ids if source_ids is not None and len(source_ids) > 1 else None,
             )
         )
     return tuple(out)
 
 
+def _source_ids(f: Mapping[str, Any], what: str) -> tuple[int, ...] | None:
+    """``source-ids`` (v3 multi-argument transforms); ``None`` when absent, never empty."""
+    source_ids = opt_int_list(f, "source-ids", what)
+    if source_ids is not None and not source_ids:
+        raise InvalidMetadata(f"{what}: 'source-ids' must not be empty")
+    return source_ids
+
+
 def partition_spec_from_json(data: Mapping[str, Any]) -> PartitionSpec:
+    spec_id = opt_int(data, "spec-id", "partition spec")
+    what = f"partition spec {spec_id or 0}"
     return PartitionSpec(
-        int(data.get("spec-id", 0)),
-        partition_fields_from_json(_req(data, "fields", "partition spec"), implicit_ids=True),
+        spec_id or 0,
+        partition_fields_from_json(get_list(data, "fields", what), implicit_ids=True),
     )
 
 
@@ -216,20 +235,29 @@ def sort_order_to_json(order: SortOrder) -> dict[str, Any]:
 
 
 def sort_order_from_json(data: Mapping[str, Any]) -> SortOrder:
+    order_id = get_int(data, "order-id", "sort order")
+    what = f"sort order {order_id} field"
     fields = []
-    for f in _req(data, "fields", "sort order"):
-        source_ids = f.get("source-ids")
-        sids = tuple(int(x) for x in source_ids) if source_ids is not None else None
+    for f in get_list(data, "fields", f"sort order {order_id}"):
+        sids = _source_ids(f, what)
         fields.append(
             SortField(
-                source_id=sids[0] if sids else int(_req(f, "source-id", "sort field")),
-                transform=parse_transform(str(_req(f, "transform", "sort field"))),
-                direction=SortDirection(str(_req(f, "direction", "sort field")).lower()),
-                null_order=NullOrder(str(_req(f, "null-order", "sort field")).lower()),
+                source_id=sids[0] if sids else get_int(f, "source-id", what),
+                transform=parse_transform(get_str(f, "transform", what)),
+                direction=_enum(SortDirection, get_str(f, "direction", what), "direction", what),
+                null_order=_enum(NullOrder, get_str(f, "null-order", what), "null-order", what),
                 source_ids=sids if sids and len(sids) > 1 else None,
             )
         )
-    return SortOrder(int(_req(data, "order-id", "sort order")), tuple(fields))
+    return SortOrder(order_id, tuple(fields))
+
+
+def _enum(kind: type[_E], text: str, key: str, what: str) -> _E:
+    try:
+        return kind(text.lower())
+    except ValueError:
+        allowed = ", ".join(repr(m.value) for m in kind)
+        raise InvalidMetadata(f"{what}: {key!r} must be one of {allowed}, got {text!r}") from None
 
 
 __all__ = [

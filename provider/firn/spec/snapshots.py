@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from firn.errors import InvalidMetadata
 from firn.spec.summary import OPERATION
 
 MAIN_BRANCH = "main"
@@ -171,10 +172,31 @@ def new_snapshot_id() -> int:
     return ((u >> 64) ^ (u & 0xFFFFFFFFFFFFFFFF)) & 0x7FFFFFFFFFFFFFFF
 
 
-def summary_from_dict(data: Mapping[str, Any]) -> Summary:
-    props = {str(k): str(v) for k, v in data.items() if k != OPERATION}
-    op = data.get(OPERATION, Operation.OVERWRITE.value)
-    return Summary(Operation(op), MappingProxyType(props))
+def summary_from_dict(data: Mapping[str, Any], *, snapshot_id: int | None = None) -> Summary:
+    """The summary from its JSON object; every value must be a JSON string (as Java's
+    SnapshotParser requires: a number would read back as different text). Errors name the
+    snapshot when ``snapshot_id`` is given."""
+    props = dict(data)
+    op = props.pop(OPERATION, Operation.OVERWRITE.value)
+    # One C-level pass over the values (this runs for every snapshot of a metadata file).
+    if not _STR_ONLY.issuperset(map(type, props.values())):
+        key = next(k for k, v in props.items() if type(v) is not str)
+        raise InvalidMetadata(f"{_summary_of(snapshot_id)}: {key!r} must be a string, got {props[key]!r}")
+    try:
+        operation = Operation(op)
+    except (ValueError, TypeError):
+        allowed = ", ".join(repr(o.value) for o in Operation)
+        raise InvalidMetadata(
+            f"{_summary_of(snapshot_id)}: 'operation' must be one of {allowed}, got {op!r}"
+        ) from None
+    return Summary(operation, MappingProxyType(props))
+
+
+_STR_ONLY = frozenset((str,))
+
+
+def _summary_of(snapshot_id: int | None) -> str:
+    return f"snapshot {snapshot_id} summary" if snapshot_id is not None else "snapshot summary"
 
 
 __all__ = [

@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from firn.errors import InvalidMetadata, Unsupported
+from firn.spec.json_fields import get_int, get_list, get_long, get_object, get_str, opt_str, require
 from firn.spec.schema import Schema
 from firn.spec.schema_json import schema_from_json, schema_to_json
 from firn.spec.view_metadata import (
@@ -115,41 +116,10 @@ def view_metadata_to_gzip(md: ViewMetadata) -> bytes:
 
 
 # -- reading ----------------------------------------------------------------------------------
-def _get(d: Mapping[str, Any], key: str, what: str) -> Any:
-    if key not in d:
-        raise InvalidMetadata(f"{what} is missing required field {key!r}")
-    return d[key]
-
-
-def _int(d: Mapping[str, Any], key: str, what: str) -> int:
-    value = _get(d, key, what)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidMetadata(f"{what} field {key!r} must be an integer, got {value!r}")
-    return value
-
-
-def _str(d: Mapping[str, Any], key: str, what: str) -> str:
-    value = _get(d, key, what)
-    if not isinstance(value, str):
-        raise InvalidMetadata(f"{what} field {key!r} must be a string, got {value!r}")
-    return value
-
-
-def _list(d: Mapping[str, Any], key: str, what: str) -> list[Any]:
-    value = _get(d, key, what)
-    if not isinstance(value, list):
-        raise InvalidMetadata(f"{what} field {key!r} must be a list, got {type(value).__name__}")
-    return value
-
-
-def _object(value: Any, what: str) -> Mapping[str, Any]:
-    if not isinstance(value, dict):
-        raise InvalidMetadata(f"{what} must be a JSON object, got {type(value).__name__}")
-    return value
-
-
+# Typed fields are read by firn.spec.json_fields (Java's ViewMetadataParser: ids are ints,
+# timestamps longs), shared with the table metadata reader.
 def _string_map(value: Any, what: str) -> Mapping[str, str]:
-    obj = _object(value, what)
+    obj = get_object(value, what)
     bad = [k for k, v in obj.items() if not isinstance(v, str)]
     if bad:
         raise InvalidMetadata(f"{what} must map strings to strings; {bad[0]!r} is {obj[bad[0]]!r}")
@@ -157,42 +127,38 @@ def _string_map(value: Any, what: str) -> Mapping[str, str]:
 
 
 def representation_from_dict(data: Any, where: str) -> ViewRepresentation:
-    d = _object(data, f"{where} representation")
-    kind = _str(d, TYPE, f"{where} representation").lower()
+    d = get_object(data, f"{where} representation")
+    kind = get_str(d, TYPE, f"{where} representation").lower()
     if kind == SQL_REPRESENTATION_TYPE:
         what = f"{where} SQL representation"
-        return SQLViewRepresentation(sql=_str(d, SQL, what), dialect=_str(d, DIALECT, what))
+        return SQLViewRepresentation(sql=get_str(d, SQL, what), dialect=get_str(d, DIALECT, what))
     return UnknownViewRepresentation(kind, MappingProxyType({k: v for k, v in d.items() if k != TYPE}))
 
 
 def version_from_dict(data: Any) -> ViewVersion:
-    d = _object(data, "view version")
-    version_id = _int(d, VERSION_ID, "view version")
+    d = get_object(data, "view version")
+    version_id = get_int(d, VERSION_ID, "view version")
     what = f"view version {version_id}"
-    namespace = _list(d, DEFAULT_NAMESPACE, what)
+    namespace = get_list(d, DEFAULT_NAMESPACE, what)
     if not all(isinstance(level, str) for level in namespace):
-        raise InvalidMetadata(
-            f"{what} field {DEFAULT_NAMESPACE!r} must be a list of strings, got {namespace!r}"
-        )
-    catalog = d.get(DEFAULT_CATALOG)
-    if catalog is not None and not isinstance(catalog, str):
-        raise InvalidMetadata(f"{what} field {DEFAULT_CATALOG!r} must be a string or null, got {catalog!r}")
+        raise InvalidMetadata(f"{what}: {DEFAULT_NAMESPACE!r} must be a list of strings, got {namespace!r}")
+    catalog = opt_str(d, DEFAULT_CATALOG, what)
     return ViewVersion(
         version_id=version_id,
-        timestamp_ms=_int(d, TIMESTAMP_MS, what),
-        schema_id=_int(d, SCHEMA_ID, what),
-        summary=_string_map(_get(d, SUMMARY, what), f"{what} summary"),
-        representations=tuple(representation_from_dict(r, what) for r in _list(d, REPRESENTATIONS, what)),
+        timestamp_ms=get_long(d, TIMESTAMP_MS, what),
+        schema_id=get_int(d, SCHEMA_ID, what),
+        summary=_string_map(require(d, SUMMARY, what), f"{what} summary"),
+        representations=tuple(representation_from_dict(r, what) for r in get_list(d, REPRESENTATIONS, what)),
         default_namespace=tuple(namespace),
         default_catalog=catalog,
     )
 
 
 def _history_entry_from_dict(data: Any) -> ViewHistoryEntry:
-    d = _object(data, "version-log entry")
+    d = get_object(data, "version-log entry")
     return ViewHistoryEntry(
-        timestamp_ms=_int(d, TIMESTAMP_MS, "version-log entry"),
-        version_id=_int(d, VERSION_ID, "version-log entry"),
+        timestamp_ms=get_long(d, TIMESTAMP_MS, "version-log entry"),
+        version_id=get_int(d, VERSION_ID, "version-log entry"),
     )
 
 
@@ -216,13 +182,13 @@ def view_metadata_from_dict(d: Mapping[str, Any]) -> ViewMetadata:
     what = "view metadata"
     if "table-uuid" in d and VIEW_UUID not in d:
         raise InvalidMetadata("this is table metadata (it has 'table-uuid'), not view metadata")
-    version = check_view_format_version(_get(d, FORMAT_VERSION, what))
-    view_uuid = _str(d, VIEW_UUID, what)
-    location = _str(d, LOCATION, what)
-    schemas = tuple(schema_from_json(_object(s, "view schema")) for s in _list(d, SCHEMAS, what))
-    current_version_id = _int(d, CURRENT_VERSION_ID, what)
-    versions = tuple(version_from_dict(v) for v in _list(d, VERSIONS, what))
-    log = tuple(_history_entry_from_dict(e) for e in _list(d, VERSION_LOG, what))
+    version = check_view_format_version(require(d, FORMAT_VERSION, what))
+    view_uuid = get_str(d, VIEW_UUID, what)
+    location = get_str(d, LOCATION, what)
+    schemas = tuple(schema_from_json(get_object(s, "view schema")) for s in get_list(d, SCHEMAS, what))
+    current_version_id = get_int(d, CURRENT_VERSION_ID, what)
+    versions = tuple(version_from_dict(v) for v in get_list(d, VERSIONS, what))
+    log = tuple(_history_entry_from_dict(e) for e in get_list(d, VERSION_LOG, what))
     properties = _string_map(d[PROPERTIES], "view properties") if d.get(PROPERTIES) is not None else None
 
     schema_ids = [s.schema_id for s in schemas]

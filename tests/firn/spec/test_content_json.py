@@ -180,3 +180,53 @@ def test_manifest_file_round_trips() -> None:
     assert manifest_file_from_json(json.loads(json.dumps(manifest_file_to_json(m)))) == m
     bare = ManifestFile(manifest_path="m.avro", manifest_length=1, partition_spec_id=0)
     assert manifest_file_from_json(manifest_file_to_json(bare)) == bare
+
+
+_DATA: dict[str, object] = {
+    "content": "data",
+    "file-path": "p",
+    "file-format": "parquet",
+    "spec-id": 0,
+    "record-count": 1,
+    "file-size-in-bytes": 1,
+}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("record-count", 1.5, r"^content file JSON: 'record-count' must be an integer, got 1.5$"),
+        ("record-count", 1.0, r"'record-count' must be an integer, got 1.0"),
+        ("spec-id", True, r"'spec-id' must be an integer, got True"),
+        ("spec-id", 2**31, r"'spec-id' must be an integer in \[-2147483648, 2147483647\]"),
+        ("file-size-in-bytes", 2**63, r"'file-size-in-bytes' must be an integer in \[-9223372036854775808, "),
+        ("sort-order-id", 0.0, r"'sort-order-id' must be an integer, got 0.0"),
+        ("content-offset", "4", r"'content-offset' must be an integer, got '4'"),
+        ("equality-ids", [1, 2.0], r"'equality-ids' must be a list of integers"),
+        ("split-offsets", [4, False], r"'split-offsets' must be a list of integers"),
+        ("file-path", 5, r"'file-path' must be a string, got 5"),
+    ],
+)
+def test_content_file_numbers_are_not_coerced(field: str, value: object, message: str) -> None:
+    with pytest.raises(InvalidMetadata, match=message):
+        data_file_from_json({**_DATA, field: value})
+    assert data_file_from_json({**_DATA, "split-offsets": [4, 2**40]}).split_offsets == (4, 2**40)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"manifest-length": 4096.0}, r"'manifest-length' must be an integer, got 4096.0"),
+        ({"partition-spec-id": False}, r"'partition-spec-id' must be an integer, got False"),
+        ({"added-snapshot-id": 1.5}, r"'added-snapshot-id' must be an integer, got 1.5"),
+        ({"partitions": [{"contains-null": "false"}]}, r"'contains-null' must be true or false, got 'false'"),
+        (
+            {"partitions": [{"contains-null": False, "contains-nan": 0}]},
+            r"'contains-nan' must be true or false",
+        ),
+    ],
+)
+def test_manifest_file_fields_are_not_coerced(change: dict[str, object], message: str) -> None:
+    bare = manifest_file_to_json(ManifestFile(manifest_path="m.avro", manifest_length=1, partition_spec_id=0))
+    with pytest.raises(InvalidMetadata, match=message):
+        manifest_file_from_json({**bare, **change})

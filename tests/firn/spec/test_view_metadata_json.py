@@ -245,9 +245,41 @@ def test_missing_representation_field(key: str) -> None:
             "'default-catalog' must be a string or null",
         ),
         (lambda d: d["versions"][0].update({"timestamp-ms": "now"}), "'timestamp-ms' must be an integer"),
+        (
+            lambda d: d["versions"][0].update({"timestamp-ms": 1.5}),
+            "'timestamp-ms' must be an integer, got 1.5",
+        ),
+        (
+            lambda d: d["versions"][0].update({"schema-id": 1.0}),
+            "view version 1: 'schema-id' must be an integer, got 1.0",
+        ),
+        (
+            lambda d: d.update({"current-version-id": True}),
+            "'current-version-id' must be an integer, got True",
+        ),
+        (
+            lambda d: d.update({"current-version-id": 2**31}),
+            r"'current-version-id' must be an integer in \[-2147483648",
+        ),
+        (
+            lambda d: d["version-log"][0].update({"version-id": 1.5}),
+            "version-log entry: 'version-id' must be an integer",
+        ),
+        (
+            lambda d: d["schemas"][0].update({"schema-id": 1.5}),
+            "schema: 'schema-id' must be an integer, got 1.5",
+        ),
+        (lambda d: d["schemas"][0]["fields"][0].update({"id": 1.5}), "'id' must be an integer, got 1.5"),
+        (
+            lambda d: d["schemas"][0]["fields"][0].update({"required": "false"}),
+            "'required' must be true or false",
+        ),
         (lambda d: d.update({"location": None}), "'location' must be a string"),
         (lambda d: d.update({"versions": {}}), "'versions' must be a list"),
-        (lambda d: d["schemas"][0]["fields"][0].pop("type"), "schema field is missing required field 'type'"),
+        (
+            lambda d: d["schemas"][0]["fields"][0].pop("type"),
+            "schema field 'event_count' is missing required field 'type'",
+        ),
         (lambda d: d["schemas"][0]["fields"][0].update({"type": "varchar"}), "varchar"),
         (lambda d: d["version-log"].append({"version-id": 1}), "version-log entry is missing required field"),
     ],
