@@ -304,8 +304,12 @@ class BaseCatalog(ABC):
     ) -> Table:
         """Create a table: write its first metadata file, then insert the catalog row.
 
-        If the insert loses a race to another creator, the metadata file just written is
-        deleted (nothing references it) and ``AlreadyExists`` is raised.
+        A name or location the catalog cannot store is refused before anything is written.
+        If the insert fails (another creator won the race, the database refused the row or
+        went away), the metadata file just written is deleted, unless the catalog row turns
+        out to point at it after all (the insert landed and only its reply was lost: the
+        table then exists and is returned) or the row cannot be read (the file is kept, as
+        the table may reference it).
         """
         ns, ns_str, name = self._table(identifier)
         ident = (*ns, name)
@@ -325,14 +329,38 @@ class BaseCatalog(ABC):
             format_version=format_version,
         )
         metadata_location = new_metadata_location(metadata, None)
+        self._check_table_row(ns_str, name, metadata_location)
         write_metadata(self._io, metadata, metadata_location)
         try:
             self._tbl_insert(ns_str, name, metadata_location)
-        except AlreadyExists:
-            self._io.delete(metadata_location)
-            raise
+        except BaseException as error:
+            points_here = self._row_points_at(ns_str, name, metadata_location)
+            if points_here is False:
+                self._delete_quietly([metadata_location])
+            if not (points_here and isinstance(error, Exception)):
+                raise
+            logger.warning(
+                "creating table %s reported %r, but its catalog row points at the new metadata "
+                "file %s: the insert landed",
+                self._fmt(ident),
+                error,
+                metadata_location,
+            )
         self._cache.put(metadata_location, metadata)
         return _make_table(self, ident, metadata, metadata_location)
+
+    def _check_table_row(self, ns: str, name: str, metadata_location: str) -> None:  # noqa: B027
+        """Refuse a namespace, name or metadata location the backend cannot store, before
+        any file is written (``ValidationError``); backends with limits override this."""
+
+    def _row_points_at(self, ns: str, name: str, metadata_location: str) -> bool | None:
+        """Whether the table's catalog row points at ``metadata_location``; ``None`` when
+        the row cannot be read."""
+        try:
+            return self._tbl_get(ns, name) == metadata_location
+        except Exception:
+            logger.warning("could not read the catalog row of '%s.%s'", ns, name, exc_info=True)
+            return None
 
     def load_table(self, identifier: IdentifierLike) -> Table:
         ns, ns_str, name = self._table(identifier)

@@ -386,10 +386,13 @@ class SqlCatalog(SqlViewsMixin):
             location: str | None = conn.execute(q).scalar_one_or_none()
         return location or None
 
-    def _tbl_insert(self, ns: str, name: str, metadata_location: str) -> None:
+    def _check_table_row(self, ns: str, name: str, metadata_location: str) -> None:
         self._check_lengths("namespace", ns, MAX_NAME_LENGTH)
         self._check_lengths("table name", name, MAX_NAME_LENGTH)
         self._check_lengths("metadata location", metadata_location, MAX_LOCATION_LENGTH)
+
+    def _tbl_insert(self, ns: str, name: str, metadata_location: str) -> None:
+        self._check_table_row(ns, name, metadata_location)
         row: dict[str, str | None] = {
             "catalog_name": self.name,
             "table_namespace": ns,
