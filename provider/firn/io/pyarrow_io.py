@@ -157,12 +157,34 @@ def _is_not_found(exc: BaseException) -> bool:
 
 
 def _io_error(location: str, action: str, exc: BaseException) -> FirnError:
-    """Translate a pyarrow/OS error into Firn's hierarchy, naming the location."""
+    """Translate a pyarrow/OS error from reading, listing or deleting into Firn's hierarchy,
+    naming the location. (Writes use :func:`_write_error`.)"""
     if _is_not_found(exc):
         return NotFound(f"file not found: {location}")
     if isinstance(exc, FileExistsError):
         return AlreadyExists(f"file already exists: {location}")
     return FirnError(f"{location}: {action} failed: {exc}")
+
+
+def _write_error(location: str, exc: BaseException, step: str | None = None) -> FirnError:
+    """A failed write, naming the location and why. Never ``NotFound``: a missing directory
+    that cannot be created (``/proc/...``), a missing bucket or a path running through a
+    regular file means the write failed, not that a file is absent. Never ``AlreadyExists``
+    either: callers raise that only when the target name itself is taken (the commit
+    protocol treats it as "another writer got there first")."""
+    return FirnError(
+        f"{location}: write failed: {step}: {exc}" if step else f"{location}: write failed: {exc}"
+    )
+
+
+def _make_parent_dirs(location: str, directory: str) -> None:
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except FileExistsError as e:  # exist_ok=True raises this only for a non-directory
+        raise FirnError(f"{location}: write failed: {directory} exists and is not a directory") from e
+
+    except OSError as e:
+        raise _write_error(location, e, f"cannot create directory {directory}") from e
 
 
 def _past_end(location: str, offset: int, length: int, size: int) -> InvalidMetadata:
@@ -278,6 +300,8 @@ class PyArrowOutputFile:
         return self._location
 
     def write(self, data: bytes, *, overwrite: bool = False) -> int:
+        """Write ``data``; ``AlreadyExists`` only if the file exists and ``overwrite`` is
+        False; any other failure is a ``FirnError`` saying the write failed and why."""
         if self._parsed.is_local:
             return self._write_local(data, overwrite)
         p = self._parsed
@@ -288,34 +312,44 @@ class PyArrowOutputFile:
             with fs.open_output_stream(p.path) as out:
                 out.write(data)
         except (OSError, pa.ArrowException) as e:
-            raise _io_error(self._location, "write", e) from e
+            raise _write_error(self._location, e) from e
         return len(data)
 
     def _write_local(self, data: bytes, overwrite: bool) -> int:
         path = self._parsed.path
         directory, base = os.path.split(path)
+        _make_parent_dirs(self._location, directory)
+        # Hidden temp name in the same directory, so link/replace stay on one filesystem.
+        tmp = os.path.join(directory, f".{base}.{uuid.uuid4().hex}.tmp")
         try:
-            os.makedirs(directory, exist_ok=True)
-            # Hidden temp name in the same directory, so link/replace stay on one filesystem.
-            tmp = os.path.join(directory, f".{base}.{uuid.uuid4().hex}.tmp")
             with open(tmp, "xb") as f:
                 f.write(data)
                 if self._io.fsync:
                     f.flush()
                     os.fsync(f.fileno())
-            try:
-                if overwrite:
-                    os.replace(tmp, path)
-                else:
-                    self._publish_no_replace(tmp, path, data)
-            finally:
-                if os.path.lexists(tmp):
-                    os.unlink(tmp)
+        except OSError as e:
+            self._remove_quietly(tmp)
+            raise _write_error(self._location, e, f"cannot write a file in {directory}") from e
+        try:
+            if overwrite:
+                os.replace(tmp, path)
+            else:
+                self._publish_no_replace(tmp, path, data)
         except FirnError:
             raise
         except OSError as e:
-            raise _io_error(self._location, "write", e) from e
+            raise _write_error(self._location, e) from e
+        finally:
+            self._remove_quietly(tmp)
         return len(data)
+
+    @staticmethod
+    def _remove_quietly(tmp: str) -> None:
+        try:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+        except OSError:  # the write's own error matters more; orphan-file removal finds it
+            logger.warning("could not remove the temporary file %s", tmp)
 
     def _publish_no_replace(self, tmp: str, path: str, data: bytes) -> None:
         """Make ``tmp`` visible as ``path`` unless ``path`` exists, atomically where possible."""
@@ -340,16 +374,19 @@ class PyArrowOutputFile:
         p = self._parsed
         try:
             if p.is_local:
-                os.makedirs(os.path.dirname(p.path), exist_ok=True)
+                _make_parent_dirs(self._location, os.path.dirname(p.path))
                 # Reserve the name atomically, then let pyarrow (re)open it for streaming.
-                os.close(os.open(p.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+                try:
+                    os.close(os.open(p.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+                except FileExistsError:  # O_EXCL: the name itself is taken
+                    raise AlreadyExists(f"file already exists: {self._location}") from None
                 return self._io.filesystem_for(p).open_output_stream(p.path)
             fs = self._io.filesystem_for(p)
             if fs.get_file_info(p.path).type != pafs.FileType.NotFound:
                 raise AlreadyExists(f"file already exists: {self._location}")
             return fs.open_output_stream(p.path)
         except (OSError, pa.ArrowException) as e:
-            raise _io_error(self._location, "open for writing", e) from e
+            raise _write_error(self._location, e, "cannot open it for writing") from e
 
     def __repr__(self) -> str:
         return f"PyArrowOutputFile({self._location!r})"

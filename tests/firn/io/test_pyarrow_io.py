@@ -5,12 +5,13 @@ from __future__ import annotations
 import errno
 import os
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pyarrow.fs as pafs
 import pytest
 
-from firn.errors import AlreadyExists, FirnError, Unsupported, ValidationError
+from firn.errors import AlreadyExists, FirnError, NotFound, Unsupported, ValidationError
 from firn.io.memory import InMemoryFileIO
 from firn.io.pyarrow_io import PyArrowFileIO, load_file_io, parse_bool, parse_location
 
@@ -112,6 +113,116 @@ def test_os_errors_are_wrapped_with_the_location(tmp_path: Path) -> None:
     with pytest.raises(FirnError, match="plain-file/child") as info:
         PyArrowFileIO().new_output(str(tmp_path / "plain-file" / "child")).write(b"x")
     assert isinstance(info.value.__cause__, OSError)
+
+
+# -- write failures are write failures: never NotFound, never AlreadyExists ------------------
+def _write_both_ways(location: str) -> list[FirnError]:
+    """The error of ``write`` and of ``open_arrow`` (each on its own name)."""
+    io = PyArrowFileIO()
+    errors: list[FirnError] = []
+    for attempt in (
+        lambda: io.new_output(location).write(b"x"),
+        lambda: io.new_output(location + ".2").open_arrow(),
+    ):
+        with pytest.raises(FirnError) as info:
+            attempt()
+        errors.append(info.value)
+    return errors
+
+
+def _assert_write_failure(error: FirnError, location: str, why: str) -> None:
+    assert type(error) is FirnError, f"{type(error).__name__}: {error}"  # not NotFound / AlreadyExists
+    assert str(error).startswith(f"{location}"), error
+    assert ": write failed: " in str(error) and why in str(error), error
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
+def test_a_directory_that_cannot_be_created_is_a_write_failure_not_not_found() -> None:
+    location = "/proc/firn-no-such-dir/sub/00001-x.metadata.json"
+    for error in _write_both_ways(location):
+        _assert_write_failure(error, location, "cannot create directory /proc/firn-no-such-dir/sub: ")
+        assert "No such file or directory" in str(error)
+    # A directory that exists but takes no files: the file cannot be created.
+    location = "file:///proc/self/00001-x.metadata.json"
+    write, arrow = _write_both_ways(location)
+    _assert_write_failure(write, location, "cannot write a file in /proc/self: ")
+    _assert_write_failure(arrow, location, "cannot open it for writing: ")
+
+
+def test_a_path_through_a_regular_file_is_a_write_failure_not_already_exists(tmp_path: Path) -> None:
+    (tmp_path / "plain").write_bytes(b"data")
+    location = str(tmp_path / "plain" / "m.json")
+    for error in _write_both_ways(location):
+        _assert_write_failure(error, location, f"{tmp_path / 'plain'} exists and is not a directory")
+    location = str(tmp_path / "plain" / "deeper" / "m.json")
+    for error in _write_both_ways(location):
+        _assert_write_failure(error, location, f"cannot create directory {tmp_path / 'plain' / 'deeper'}: ")
+        assert "Not a directory" in str(error)
+    assert sorted(os.listdir(tmp_path)) == ["plain"] and (tmp_path / "plain").read_bytes() == b"data"
+
+
+def test_only_a_taken_name_is_already_exists_and_only_a_missing_file_read_is_not_found(
+    tmp_path: Path,
+) -> None:
+    io = PyArrowFileIO()
+    target = str(tmp_path / "d" / "m.json")
+    io.new_output(target).write(b"first")
+    with pytest.raises(AlreadyExists, match="file already exists"):
+        io.new_output(target).write(b"second")
+    with pytest.raises(AlreadyExists, match="file already exists"):
+        io.new_output(target).open_arrow()
+    with pytest.raises(NotFound, match="file not found"):
+        io.new_input(str(tmp_path / "d" / "missing.json")).read()
+    assert io.new_input(target).read() == b"first"
+
+
+class _NoSuchBucket(BaseHTTPRequestHandler):
+    """An S3 endpoint on which the bucket does not exist: every request gets S3's 404."""
+
+    BODY = (
+        b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchBucket</Code>'
+        b"<Message>The specified bucket does not exist</Message><BucketName>gone</BucketName></Error>"
+    )
+
+    def _reply(self) -> None:
+        if int(self.headers.get("Content-Length") or 0):
+            self.rfile.read(int(self.headers["Content-Length"]))
+        body = b"" if self.command == "HEAD" else self.BODY
+        self.send_response(404)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _reply
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_s3_write_to_a_missing_bucket_is_a_write_failure_and_a_read_not_found() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _NoSuchBucket)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        io = PyArrowFileIO(
+            {
+                "s3.endpoint": f"http://127.0.0.1:{server.server_port}",
+                "s3.region": "us-east-1",
+                "s3.access-key-id": "key",
+                "s3.secret-access-key": "secret",
+            }
+        )
+        with pytest.raises(FirnError) as info:
+            io.new_output("s3://gone/wh/m.json").write(b"x")
+        _assert_write_failure(info.value, "s3://gone/wh/m.json", "NO_SUCH_BUCKET")
+        with pytest.raises(FirnError) as info:
+            io.new_output("s3://gone/wh/m2.json").open_arrow()
+        _assert_write_failure(info.value, "s3://gone/wh/m2.json", "cannot open it for writing")
+        with pytest.raises(NotFound, match=r"file not found: s3://gone/wh/m\.json"):
+            io.new_input("s3://gone/wh/m.json").read()
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_delete_many_reports_failures(tmp_path: Path) -> None:
