@@ -198,7 +198,14 @@ class SqlCatalog(SqlViewsMixin):
             # One shared connection, or every pooled connection would see its own empty database.
             kwargs["poolclass"] = StaticPool
             connect_args["check_same_thread"] = False
-        engine = sa.create_engine(self._url, connect_args=connect_args, **kwargs)
+        try:
+            engine = sa.create_engine(self._url, connect_args=connect_args, **kwargs)
+        except SQLAlchemyError:
+            raise ValidationError(
+                f"catalog {self.name!r}: {self.url!r} is not a SQLite catalog URI; use "
+                "sqlite:///relative/path/catalog.db, sqlite:////absolute/path/catalog.db or "
+                "sqlite:// (in memory)"
+            ) from None
 
         def on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
             # Autocommit at the driver level: pysqlite's implicit BEGIN would defer locking to

@@ -260,6 +260,12 @@ def test_load_catalog_rejects_unknown_uris() -> None:
         load_catalog("")
 
 
+def test_a_malformed_sqlite_uri_is_a_validation_error() -> None:
+    # sqlite://x.db names a host, not a file: SQLAlchemy's own ArgumentError must not escape.
+    with pytest.raises(ValidationError, match=r"'sqlite://x\.db' is not a SQLite catalog URI"):
+        load_catalog("sqlite://x.db")
+
+
 def test_postgres_uris_use_psycopg3() -> None:
     assert normalize_sql_uri("postgresql://u@h/db").drivername == "postgresql+psycopg"
     assert normalize_sql_uri("postgres://u@h/db").drivername == "postgresql+psycopg"
