@@ -34,7 +34,7 @@ from firn.errors import FirnError, LeaseHeld, ValidationError
 from firn_airflow.assets import firn_asset
 from firn_airflow.constants import DEFAULT_CONN_ID, EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
 from firn_airflow.hooks.firn import FirnHook
-from firn_airflow.operators.lineage import maintenance_lineage, openlineage_facets
+from firn_airflow.operators.lineage import dataset_identity, maintenance_lineage, openlineage_facets
 from firn_airflow.operators.options import merge_options
 from firn_airflow.operators.outlets import default_outlets, publish_event
 from firn_airflow.operators.runners import (
@@ -195,6 +195,7 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         self.lease_poll_interval = lease_poll_interval
         self._spark_job: SparkMaintenanceJob | None = None
         self._table_name: str | None = None
+        self._table_location: str | None = None
         self._results: list[dict[str, Any]] | None = None
 
     @classmethod
@@ -289,6 +290,7 @@ class FirnMaintenanceBaseOperator(BaseOperator):
                 table = catalog.load_table(table_name)
             except FirnError as e:
                 raise _in_context(e, f"connection {self.firn_conn_id!r}", config) from None
+            self._table_location = table.location  # OpenLineage names the table by it
             reason = self.skip_reason(table)
             if reason is not None:
                 raise AirflowSkipException(reason)
@@ -422,9 +424,10 @@ class FirnMaintenanceBaseOperator(BaseOperator):
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage input/output statistics: the files, bytes and rows rewritten and written
         (needs the OpenLineage provider; called by it)."""
-        if self._results is None or self._table_name is None:
+        if self._results is None or self._table_name is None or self._table_location is None:
             return None
-        return openlineage_facets(self.firn_conn_id, self._table_name, maintenance_lineage(self._results))
+        identity = dataset_identity(self.firn_conn_id, self._table_name, self._table_location)
+        return openlineage_facets(identity, maintenance_lineage(self._results))
 
 
 __all__ = ["LEASE_POLICIES", "FirnMaintenanceBaseOperator", "Work", "owner_label"]

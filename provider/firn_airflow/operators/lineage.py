@@ -2,20 +2,28 @@
 
 :func:`maintenance_lineage` reads the results a task produced (``result.to_dict()`` of each
 operation run) and sums what was rewritten, added and deleted. :func:`openlineage_facets`
-turns that into an OpenLineage ``OperatorLineage``: the table is the input dataset with an
-``inputStatistics`` facet (the files, bytes and rows rewritten, i.e. read and replaced) and the
-output dataset with an ``outputStatistics`` facet (the files, bytes and rows written). The
-OpenLineage classes are imported inside that function only, so the provider works without the
-``apache-airflow-providers-openlineage`` package; the numbers themselves come from the pure
-function and are tested without it.
+turns that into an OpenLineage ``OperatorLineage`` on the table, named as OpenLineage names
+stored datasets (:func:`dataset_identity`: storage namespace, location path, and the catalog's
+name in a ``symlinks`` facet):
+
+* the input dataset, with ``inputStatistics``: the files, bytes and rows rewritten (read and
+  replaced);
+* the output dataset, with ``outputStatistics`` (the files, bytes and rows written) and the
+  custom ``firn_maintenance`` facet (operations run; files and bytes rewritten, added, deleted).
+
+The OpenLineage classes are imported inside those functions only, so the provider imports and
+runs without the ``apache-airflow-providers-openlineage`` package; the numbers and names
+themselves come from pure functions.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from firn.maintenance.operations import (
     EXPIRE_SNAPSHOTS,
@@ -118,22 +126,138 @@ def maintenance_lineage(results: Iterable[Mapping[str, Any]]) -> MaintenanceLine
     return MaintenanceLineage(operations=tuple(operations), **totals)
 
 
-def dataset_identity(firn_conn_id: str, table: str) -> tuple[str, str]:
-    """The OpenLineage dataset ``(namespace, name)`` of ``table``: the catalog (the Firn
-    connection id, as in the table's asset URI) and the dotted table name."""
-    return f"{ASSET_SCHEME}://{firn_conn_id}", table
+@dataclass(frozen=True, kw_only=True)
+class DatasetIdentity:
+    """How OpenLineage names a Firn table (its naming spec, "Dataset Naming").
+
+    The table is a dataset of the storage that holds it: ``namespace`` is the storage's
+    ``scheme://authority`` (``file`` for a local path, ``s3://<bucket>``, ``gs://<bucket>``,
+    ``hdfs://<namenode>:<port>``, ...) and ``name`` the table location's path in it (the
+    object key, without a leading slash, on object stores). The catalog's name for it is an
+    alternative identifier for the symlinks facet: ``firn://<connection id>`` (the authority of
+    the table's Airflow asset URI) and the dotted table name, of type ``TABLE``.
+    """
+
+    namespace: str
+    name: str
+    catalog_namespace: str
+    catalog_name: str
 
 
-def openlineage_facets(firn_conn_id: str, table: str, lineage: MaintenanceLineage) -> Any:
-    """An ``OperatorLineage`` for a run on ``table`` (needs the OpenLineage provider)."""
+# Object stores: the spec names their datasets by object key, which has no leading slash.
+_OBJECT_STORES = frozenset({"s3", "gs", "abfss", "wasbs"})
+# Spellings Hadoop-style clients use for the same stores (OpenLineage names them by the store).
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
+
+
+def storage_identity(location: str) -> tuple[str, str]:
+    """OpenLineage ``(namespace, name)`` of a storage location such as a table's ``location``."""
+    text = location.strip().rstrip("/")
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    if not scheme or len(scheme) == 1:  # a bare path (a one-letter "scheme" is a drive letter)
+        return "file", text or "/"
+    if scheme == "file":
+        # file:///p and file:/p are local; file://host/p is a remote file system.
+        return ("file" if parts.netloc in ("", "localhost") else f"file://{parts.netloc}"), parts.path or "/"
+    scheme = _SCHEME_ALIASES.get(scheme, scheme)
+    # Credentials never belong in a dataset name (abfss's container@account is not userinfo).
+    userinfo, at, host = parts.netloc.rpartition("@")
+    authority = host if at and ":" in userinfo else parts.netloc
+    path = parts.path.lstrip("/") if scheme in _OBJECT_STORES else parts.path or "/"
+    return f"{scheme}://{authority}", path
+
+
+def dataset_identity(firn_conn_id: str, table: str, location: str) -> DatasetIdentity:
+    """The OpenLineage identity of ``table`` (at ``location``) of connection ``firn_conn_id``."""
+    namespace, name = storage_identity(location)
+    return DatasetIdentity(
+        namespace=namespace,
+        name=name,
+        catalog_namespace=f"{ASSET_SCHEME}://{firn_conn_id}",
+        catalog_name=table,
+    )
+
+
+# The custom facet's key: OpenLineage asks custom facets to carry their producer's prefix.
+MAINTENANCE_FACET = "firn_maintenance"
+
+
+@functools.cache
+def _maintenance_facet_class() -> type:
+    """``FirnMaintenanceOutputDatasetFacet``: built on first use, as it subclasses a class of the
+    optional OpenLineage client."""
+    import attr
+    from openlineage.client.generated.base import OutputDatasetFacet
+
+    @attr.define
+    class FirnMaintenanceOutputDatasetFacet(OutputDatasetFacet):
+        """What a Firn maintenance run did to the table: the operations it ran and the files
+        and bytes it rewrote (read and replaced), added and deleted."""
+
+        # OpenLineage spells facet fields in camelCase.
+        operations: list[str] = attr.field(factory=list)
+        filesRewritten: int | None = attr.field(default=None)
+        bytesRewritten: int | None = attr.field(default=None)
+        recordsRewritten: int | None = attr.field(default=None)
+        filesAdded: int | None = attr.field(default=None)
+        bytesAdded: int | None = attr.field(default=None)
+        filesDeleted: int | None = attr.field(default=None)
+        bytesDeleted: int | None = attr.field(default=None)
+
+        # Counts, not secrets: the event redactor may leave them alone.
+        _additional_skip_redact: ClassVar[list[str]] = [
+            "operations",
+            "filesRewritten",
+            "bytesRewritten",
+            "recordsRewritten",
+            "filesAdded",
+            "bytesAdded",
+            "filesDeleted",
+            "bytesDeleted",
+        ]
+
+    FirnMaintenanceOutputDatasetFacet.__module__ = __name__
+    return FirnMaintenanceOutputDatasetFacet
+
+
+def maintenance_facet(lineage: MaintenanceLineage) -> Any:
+    """The ``firn_maintenance`` output-dataset facet of ``lineage`` (needs the OpenLineage client)."""
+    return _maintenance_facet_class()(
+        operations=list(lineage.operations),
+        filesRewritten=lineage.files_rewritten,
+        bytesRewritten=lineage.bytes_rewritten,
+        recordsRewritten=lineage.records_rewritten,
+        filesAdded=lineage.files_added,
+        bytesAdded=lineage.bytes_added,
+        filesDeleted=lineage.files_deleted,
+        bytesDeleted=lineage.bytes_deleted,
+    )
+
+
+def openlineage_facets(identity: DatasetIdentity, lineage: MaintenanceLineage) -> Any:
+    """An ``OperatorLineage`` for a run on the table ``identity`` names (needs the OpenLineage
+    provider): the table is the input, with ``inputStatistics`` of what was rewritten, and the
+    output, with ``outputStatistics`` of what was written and the ``firn_maintenance`` facet;
+    both carry the ``symlinks`` facet with the catalog's name for the table."""
     from airflow.providers.common.compat.openlineage.facet import (
+        Identifier,
         InputDataset,
         OutputDataset,
         OutputStatisticsOutputDatasetFacet,
+        SymlinksDatasetFacet,
     )
     from airflow.providers.openlineage.extractors import OperatorLineage
 
-    namespace, name = dataset_identity(firn_conn_id, table)
+    def dataset_facets() -> dict[str, Any]:
+        return {
+            "symlinks": SymlinksDatasetFacet(
+                identifiers=[
+                    Identifier(namespace=identity.catalog_namespace, name=identity.catalog_name, type="TABLE")
+                ]
+            )
+        }
+
     input_facets: dict[str, Any] = {}
     if lineage.files_rewritten is not None or lineage.bytes_rewritten is not None:
         try:
@@ -148,19 +272,35 @@ def openlineage_facets(firn_conn_id: str, table: str, lineage: MaintenanceLineag
                 size=lineage.bytes_rewritten,
                 fileCount=lineage.files_rewritten,
             )
+    output_facets: dict[str, Any] = {MAINTENANCE_FACET: maintenance_facet(lineage)}
+    if lineage.files_added is not None or lineage.bytes_added is not None:
+        # Expiry and orphan removal write nothing: no statistics rather than empty ones.
+        output_facets["outputStatistics"] = OutputStatisticsOutputDatasetFacet(
+            rowCount=lineage.records_rewritten, size=lineage.bytes_added, fileCount=lineage.files_added
+        )
     output = OutputDataset(
-        namespace=namespace,
-        name=name,
-        outputFacets={
-            "outputStatistics": OutputStatisticsOutputDatasetFacet(
-                rowCount=lineage.records_rewritten, size=lineage.bytes_added, fileCount=lineage.files_added
-            )
-        },
+        namespace=identity.namespace, name=identity.name, facets=dataset_facets(), outputFacets=output_facets
     )
     return OperatorLineage(
-        inputs=[InputDataset(namespace=namespace, name=name, inputFacets=input_facets)],
+        inputs=[
+            InputDataset(
+                namespace=identity.namespace,
+                name=identity.name,
+                facets=dataset_facets(),
+                inputFacets=input_facets,
+            )
+        ],
         outputs=[output],
     )
 
 
-__all__ = ["MaintenanceLineage", "dataset_identity", "maintenance_lineage", "openlineage_facets"]
+__all__ = [
+    "MAINTENANCE_FACET",
+    "DatasetIdentity",
+    "MaintenanceLineage",
+    "dataset_identity",
+    "maintenance_facet",
+    "maintenance_lineage",
+    "openlineage_facets",
+    "storage_identity",
+]

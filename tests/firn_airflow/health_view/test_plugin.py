@@ -53,7 +53,10 @@ def test_api_server_mounts_the_view_and_requires_a_user(
     monkeypatch.setenv("AIRFLOW_CONN_FIRN_LISTED", json.dumps({"conn_type": "firn", "host": "memory://"}))
     from airflow.api_fastapi.app import create_app
 
-    with TestClient(create_app()) as client:
+    # Core only: an execution API app here would share the module-level services registry of
+    # the session's API server (airflow_api_server), and closing this client's lifespan would
+    # drop that server's JWTValidator, failing every later dag.test(use_executor=True).
+    with TestClient(create_app(apps="core")) as client:
         for path in ("/firn/", "/firn/api/connections", "/firn/api/tables", "/firn/api/tables/db.t"):
             response = client.get(path)
             assert response.status_code == 401, path

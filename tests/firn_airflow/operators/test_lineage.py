@@ -1,15 +1,29 @@
-"""OpenLineage figures from real maintenance results (the OpenLineage provider is optional; its
-classes are imported only when facets are built)."""
+"""OpenLineage from real maintenance runs: the figures (pure, from real results), the dataset
+names (OpenLineage's naming spec, checked against the OpenLineage client's own naming classes),
+the facets the operators give the OpenLineage provider, the events a real ``airflow dags test``
+run emits through the provider's listener, and a provider that runs without OpenLineage
+installed (a subprocess that cannot see it)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from firn_airflow.operators.lineage import dataset_identity, maintenance_lineage, openlineage_facets
+from firn_airflow.operators.lineage import (
+    MAINTENANCE_FACET,
+    dataset_identity,
+    maintenance_lineage,
+    openlineage_facets,
+    storage_identity,
+)
 from firn_airflow.operators.runners import plan_entry, run_local
 from tests.firn_airflow.operators.helpers import (
     COMPACT_OPTIONS,
@@ -17,7 +31,10 @@ from tests.firn_airflow.operators.helpers import (
     FLUSH_OPTIONS,
     add_orphans,
     catalog_with_table,
+    set_firn_connection,
+    xcom,
 )
+from tests.fixtures.airflow import REPO, airflow_cli
 
 pytestmark = pytest.mark.airflow
 
@@ -87,15 +104,243 @@ def test_plans_and_errors_count_for_nothing(tmp_path: Path) -> None:
     assert maintenance_lineage([]).totals() == {}
 
 
-def test_datasets_are_named_like_the_tables_asset() -> None:
-    assert dataset_identity("firn_default", "db.events") == ("firn://firn_default", "db.events")
+def _reference_names() -> list[tuple[str, Any]]:
+    """Locations and the OpenLineage client's own naming of them (openlineage.client.naming)."""
+    from openlineage.client.naming import dataset as naming
+
+    return [
+        ("/data/wh/db/events", naming.LocalFileSystem(path="/data/wh/db/events")),
+        ("file:///data/wh/db/events/", naming.LocalFileSystem(path="/data/wh/db/events")),
+        ("file:/data/wh/db/events", naming.LocalFileSystem(path="/data/wh/db/events")),
+        ("file://nas/exports/wh/t", naming.RemoteFileSystem(host="nas", path="/exports/wh/t")),
+        ("s3://lake/wh/db/events", naming.S3(bucket_name="lake", object_key="wh/db/events")),
+        ("s3a://lake/wh/db/events/", naming.S3(bucket_name="lake", object_key="wh/db/events")),
+        ("gs://lake/wh/db/events", naming.GCS(bucket_name="lake", object_key="wh/db/events")),
+        (
+            "hdfs://namenode:8020/wh/db/events",
+            naming.HDFS(namenode_host="namenode", namenode_port="8020", path="/wh/db/events"),
+        ),
+        (
+            "abfss://box@acct.dfs.core.windows.net/wh/db/events",
+            naming.ABFSS(container="box", service="acct", path="wh/db/events"),
+        ),
+    ]
 
 
-def test_facets_with_the_openlineage_provider(results: dict[str, dict[str, Any]]) -> None:
-    pytest.importorskip("airflow.providers.openlineage", reason="the OpenLineage provider is not installed")
-    lineage = maintenance_lineage([results["rewrite_data_files"]])
-    facets = openlineage_facets("firn_default", "db.events", lineage)
-    [output] = facets.outputs
-    assert (output.namespace, output.name) == ("firn://firn_default", "db.events")
-    stats = output.outputFacets["outputStatistics"]
-    assert (stats.fileCount, stats.size) == (lineage.files_added, lineage.bytes_added)
+def test_table_locations_are_named_as_the_openlineage_client_names_storage() -> None:
+    for location, reference in _reference_names():
+        expected = (reference.get_namespace(), reference.get_name())
+        assert storage_identity(location) == expected, location
+
+
+def test_credentials_in_a_location_stay_out_of_the_name() -> None:
+    assert storage_identity("s3://key:secret@lake/wh/t") == ("s3://lake", "wh/t")
+
+
+def test_the_catalog_name_is_the_symlink() -> None:
+    identity = dataset_identity("firn_default", "db.events", "s3://lake/wh/db/events")
+    assert (identity.namespace, identity.name) == ("s3://lake", "wh/db/events")
+    # The authority of the table's asset URI (firn://firn_default/db/events) and the table.
+    assert (identity.catalog_namespace, identity.catalog_name) == ("firn://firn_default", "db.events")
+
+
+def _serialized(facets: Any) -> dict[str, Any]:
+    """The datasets as the OpenLineage client writes them into an event."""
+    from openlineage.client.serde import Serde
+
+    return {
+        "inputs": [json.loads(Serde.to_json(d)) for d in facets.inputs],
+        "outputs": [json.loads(Serde.to_json(d)) for d in facets.outputs],
+    }
+
+
+def _plain(facet: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in facet.items() if not k.startswith("_")}
+
+
+def test_facets_of_a_compaction_and_of_an_expiry(results: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    identity = dataset_identity("firn_default", "db.events", str(tmp_path / "wh" / "db" / "events"))
+    compact = results["rewrite_data_files"]
+    events = _serialized(openlineage_facets(identity, maintenance_lineage([compact])))
+    [source], [target] = events["inputs"], events["outputs"]
+    for dataset in (source, target):
+        assert (dataset["namespace"], dataset["name"]) == ("file", str(tmp_path / "wh" / "db" / "events"))
+        assert dataset["facets"]["symlinks"]["identifiers"] == [
+            {"namespace": "firn://firn_default", "name": "db.events", "type": "TABLE"}
+        ]
+    assert _plain(source["inputFacets"]["inputStatistics"]) == {
+        "rowCount": compact["rewritten_records"],
+        "size": compact["rewritten_bytes_count"],
+        "fileCount": compact["rewritten_data_files_count"],
+    }
+    assert _plain(target["outputFacets"]["outputStatistics"]) == {
+        "rowCount": compact["rewritten_records"],
+        "size": compact["added_bytes_count"],
+        "fileCount": compact["added_data_files_count"],
+    }
+    assert _plain(target["outputFacets"][MAINTENANCE_FACET]) == {
+        "operations": ["rewrite_data_files"],
+        "filesRewritten": compact["rewritten_data_files_count"],
+        "bytesRewritten": compact["rewritten_bytes_count"],
+        "recordsRewritten": compact["rewritten_records"],
+        "filesAdded": compact["added_data_files_count"],
+        "bytesAdded": compact["added_bytes_count"],
+    }
+
+    expire = results["expire_snapshots"]
+    events = _serialized(openlineage_facets(identity, maintenance_lineage([expire])))
+    [source], [target] = events["inputs"], events["outputs"]
+    assert source["inputFacets"] == {}  # expiry rewrites nothing
+    assert set(target["outputFacets"]) == {MAINTENANCE_FACET}  # and writes nothing
+    assert _plain(target["outputFacets"][MAINTENANCE_FACET]) == {
+        "operations": ["expire_snapshots"],
+        "filesDeleted": sum(expire["deleted_files"].values()),
+        "bytesDeleted": sum(expire["deleted_bytes"].values()),
+    }
+
+
+def _ol_events(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """``(job name, event type)`` -> the event, from the file transport's JSON lines."""
+    events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {(e["job"]["name"], e["eventType"]): e for e in events}
+
+
+def test_a_real_run_emits_the_facets_through_the_openlineage_provider(
+    airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    catalog = catalog_with_table(tmp_path)
+    location = catalog.load_table("db.events").location.removeprefix("file://")
+    set_firn_connection(monkeypatch, "firn_op_lineage", tmp_path)
+    events_file = tmp_path / "openlineage.jsonl"
+    conf = {"expire_before": "2100-01-01T00:00:00+00:00"}
+    # A process of its own: the OpenLineage provider reads its settings (and registers its
+    # listener) once per process.
+    airflow_cli(
+        "dags",
+        "test",
+        "firn_test_op_lineage",
+        "--bundle-name",
+        "firn-tests",
+        "--conf",
+        json.dumps(conf),
+        env={
+            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+                {"type": "file", "log_file_path": str(events_file), "append": True}
+            ),
+            "AIRFLOW__OPENLINEAGE__NAMESPACE": "firn-tests",
+        },
+        timeout=600,
+    )
+    events = _ol_events(events_file)
+    compact_event = events[("firn_test_op_lineage.compact", "COMPLETE")]
+    expire_event = events[("firn_test_op_lineage.expire", "COMPLETE")]
+    assert compact_event["job"]["namespace"] == "firn-tests"
+
+    run_id = compact_event["run"]["facets"]["airflow"]["dagRun"]["run_id"]
+    run = SimpleNamespace(dag_id="firn_test_op_lineage", run_id=run_id)
+    compact, expire = xcom(run, "compact"), xcom(run, "expire")
+    assert compact["rewritten_data_files_count"] > compact["added_data_files_count"] > 0
+
+    [source], [target] = compact_event["inputs"], compact_event["outputs"]
+    assert (target["namespace"], target["name"]) == ("file", location)
+    assert (source["namespace"], source["name"]) == ("file", location)
+    assert target["facets"]["symlinks"]["identifiers"] == [
+        {"namespace": "firn://firn_op_lineage", "name": "db.events", "type": "TABLE"}
+    ]
+    assert _plain(target["outputFacets"]["outputStatistics"]) == {
+        "rowCount": compact["rewritten_records"],
+        "size": compact["added_bytes_count"],
+        "fileCount": compact["added_data_files_count"],
+    }
+    stats = _plain(target["outputFacets"][MAINTENANCE_FACET])
+    assert stats["filesRewritten"] == compact["rewritten_data_files_count"]
+    assert stats["bytesRewritten"] == compact["rewritten_bytes_count"]
+    assert (
+        _plain(source["inputFacets"]["inputStatistics"])["fileCount"] == compact["rewritten_data_files_count"]
+    )
+    # The same figures as the commit's own snapshot summary (Iceberg spec, Appendix F).
+    summary = catalog.load_table("db.events").metadata.current_snapshot().summary
+    # (Its removed-files-size also counts the delete files the rewrite dropped.)
+    assert int(summary.get("deleted-data-files")) == stats["filesRewritten"]
+    assert int(summary.get("added-data-files")) == stats["filesAdded"]
+    assert int(summary.get("added-files-size")) == stats["bytesAdded"]
+
+    [target] = expire_event["outputs"]
+    assert (target["namespace"], target["name"]) == ("file", location)
+    deleted = _plain(target["outputFacets"][MAINTENANCE_FACET])
+    assert deleted["operations"] == ["expire_snapshots"]
+    assert deleted["filesDeleted"] == sum(expire["deleted_files"].values()) > 0
+    assert deleted["bytesDeleted"] == sum(expire["deleted_bytes"].values()) > 0
+
+
+# Run in a subprocess that cannot see the OpenLineage packages: neither import them nor find
+# their distributions (Airflow discovers providers from distribution entry points).
+_WITHOUT_OPENLINEAGE = """
+import importlib.machinery, re, sys
+import importlib_metadata  # installs its distribution finder, wrapped below with the others
+
+HIDDEN = ("openlineage", "airflow.providers.openlineage")
+HIDDEN_DISTRIBUTIONS = re.compile(r"(apache[-_.]airflow[-_.]providers[-_.])?openlineage([-_.].*)?", re.I)
+
+
+class Hide:
+    def __init__(self, inner):
+        self.inner = inner
+
+    def find_spec(self, name, path=None, target=None):
+        if any(name == h or name.startswith(h + ".") for h in HIDDEN):
+            return None
+        return self.inner.find_spec(name, path, target)
+
+    def find_distributions(self, *args, **kwargs):
+        found = getattr(self.inner, "find_distributions", None)
+        return [
+            d for d in (found(*args, **kwargs) if found else [])
+            if not HIDDEN_DISTRIBUTIONS.fullmatch(d.metadata["Name"] or "")
+        ]
+
+    def invalidate_caches(self):
+        getattr(self.inner, "invalidate_caches", lambda: None)()
+
+
+sys.meta_path[:] = [
+    Hide(f) if f is importlib.machinery.PathFinder or hasattr(f, "find_distributions") else f
+    for f in sys.meta_path
+]
+
+import importlib.util, json
+from airflow.providers_manager import ProvidersManager
+from tests.fixtures.airflow import load_test_dag
+from tests.firn_airflow.operators.helpers import task_states, xcom
+
+assert importlib.util.find_spec("airflow.providers.openlineage") is None
+providers = set(ProvidersManager().providers)
+assert "airflow-provider-firn" in providers and not any("openlineage" in p for p in providers), providers
+run = load_test_dag("firn_test_op_lineage").test(run_conf={"expire_before": "2100-01-01T00:00:00+00:00"})
+print(json.dumps({
+    "state": str(run.state),
+    "tasks": task_states(run),
+    "compact": xcom(run, "compact"),
+    "imported": sorted(m for m in sys.modules if m.split(".")[0] == "openlineage" or "providers.openlineage" in m),
+}))
+"""
+
+
+def test_the_provider_runs_without_openlineage(
+    airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    catalog_with_table(tmp_path)
+    set_firn_connection(monkeypatch, "firn_op_lineage", tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_OPENLINEAGE],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["state"] == "success" and report["tasks"] == {"compact": "success", "expire": "success"}
+    assert report["compact"]["rewritten_data_files_count"] > 0
+    assert report["imported"] == []
