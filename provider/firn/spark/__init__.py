@@ -7,6 +7,7 @@ Spark (``SparkRunner``, the spark-submit job) and shipping Firn to executors.
 
     firn.spark.register(spark)
     df = spark.read.format("firn").option("catalog", "sqlite:///cat.db").load("db.t")
+    df = firn.spark.read(spark, "db.t", catalog="sqlite:///cat.db")  # delete-free files read by Spark
     df.write.format("firn").option("catalog", "sqlite:///cat.db").mode("append").save("db.t")
     firn.spark.delete(spark, "db.t", "id < 10", catalog="sqlite:///cat.db")
     firn.spark.register_view(spark, "db.v", catalog="sqlite:///cat.db")  # a Firn view, as temp view v
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from firn.spark import job
 from firn.spark.config import CatalogConfig, catalog_config
+from firn.spark.dataframe import RoutedFile, SparkReadPlan, plan_read, read
 from firn.spark.deletes import RowDeleteResult, delete, merge_on_read_delete
 from firn.spark.package import pack_venv, package
 from firn.spark.runner import SparkRunner
@@ -67,7 +69,9 @@ __all__ = [
     "SOURCE_NAME",
     "CatalogConfig",
     "FirnDataSource",
+    "RoutedFile",
     "RowDeleteResult",
+    "SparkReadPlan",
     "SparkRunner",
     "catalog_config",
     "delete",
@@ -75,6 +79,8 @@ __all__ = [
     "merge_on_read_delete",
     "pack_venv",
     "package",
+    "plan_read",
+    "read",
     "register",
     "register_view",
 ]
