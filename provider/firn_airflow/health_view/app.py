@@ -9,6 +9,8 @@ Routes (relative to the mount prefix, ``/firn`` by default):
 * ``GET /api/tables/{table}?conn_id=`` — one table: health, recommendations, snapshot
   history, maintenance events and the chart series.
 
+Integers a browser cannot hold exactly (64-bit snapshot ids) are sent as strings.
+
 Airflow does not protect plugin apps by itself, so every route requires an authenticated
 Airflow user (the UI's JWT cookie or a bearer token); the JSON routes also require read access
 to the connection (and to assets, for the maintenance history) from the auth manager.
@@ -122,7 +124,9 @@ def create_app() -> FastAPI:
             raise _http_error(e) from None
         finally:
             hook.close()
-        return {"conn_id": conn_id, "catalog": config.name, "catalog_uri": config.display_uri, "tables": rows}
+        return data.browser_safe(
+            {"conn_id": conn_id, "catalog": config.name, "catalog_uri": config.display_uri, "tables": rows}
+        )
 
     @app.get("/api/tables/{table}")
     def table_detail(
@@ -141,17 +145,19 @@ def create_app() -> FastAPI:
         finally:
             hook.close()
         events = data.maintenance_events(session, conn_id, table)
-        return {
-            "conn_id": conn_id,
-            "table": table,
-            "format_version": loaded.format_version,
-            "asset_uri": asset_uri,
-            "health": _outcome(health),
-            "recommendations": _outcome(recommendations),
-            "snapshots": history,
-            "events": events,
-            "charts": build_charts(history, events, health.value),
-        }
+        return data.browser_safe(
+            {
+                "conn_id": conn_id,
+                "table": table,
+                "format_version": loaded.format_version,
+                "asset_uri": asset_uri,
+                "health": _outcome(health),
+                "recommendations": _outcome(recommendations),
+                "snapshots": history,
+                "events": events,
+                "charts": build_charts(history, events, health.value),
+            }
+        )
 
     return app
 

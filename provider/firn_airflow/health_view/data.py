@@ -40,6 +40,9 @@ SUMMARY_TOTALS: dict[str, str] = {
 }
 
 MAX_EVENTS = 200
+# JavaScript numbers are doubles: integers beyond 2**53 - 1 (snapshot ids are 64-bit) lose
+# their last digits in the browser's JSON.parse.
+MAX_SAFE_INTEGER = 2**53 - 1
 
 
 # -- the table now -------------------------------------------------------------------------------
@@ -66,6 +69,20 @@ class Outcome:
             return cls(value=fn(*args))
         except FirnError as e:
             return cls(error=str(e))
+
+
+def browser_safe(value: Any) -> Any:
+    """``value`` (JSON data) with every integer a browser cannot hold exactly as a string, so
+    ids such as ``snapshot_id`` reach the page digit for digit."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return str(value) if abs(value) > MAX_SAFE_INTEGER else value
+    if isinstance(value, Mapping):
+        return {k: browser_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [browser_safe(v) for v in value]
+    return value
 
 
 # -- catalog ------------------------------------------------------------------------------------
@@ -181,9 +198,11 @@ def maintenance_events(
 
 __all__ = [
     "MAX_EVENTS",
+    "MAX_SAFE_INTEGER",
     "SUMMARY_TOTALS",
     "Outcome",
     "all_tables",
+    "browser_safe",
     "firn_connection_ids",
     "maintenance_events",
     "snapshot_history",

@@ -90,3 +90,23 @@ def test_env_connections_of_type_firn_are_found() -> None:
         "OTHER": "firn://x",
     }
     assert sorted(data._env_connection_ids(environ)) == ["firn_json", "firn_uri"]
+
+
+def test_browser_safe_turns_only_unsafe_integers_into_strings() -> None:
+    big = 1233292918414980123  # a 64-bit snapshot id: JSON.parse would make it ...980100
+    value = {
+        "snapshot_id": big,
+        "data_files": 8,
+        "ok": True,
+        "ratio": 0.5,
+        "ids": [big, -big, data.MAX_SAFE_INTEGER, data.MAX_SAFE_INTEGER + 1],
+        "nested": {"parent": (big, None)},
+    }
+    assert data.browser_safe(value) == {
+        "snapshot_id": str(big),
+        "data_files": 8,
+        "ok": True,
+        "ratio": 0.5,
+        "ids": [str(big), str(-big), data.MAX_SAFE_INTEGER, str(data.MAX_SAFE_INTEGER + 1)],
+        "nested": {"parent": [str(big), None]},
+    }

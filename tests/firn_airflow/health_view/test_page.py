@@ -5,6 +5,7 @@ a real maintenance history (asset events from dag.test() runs), rendered in head
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 import firn
+from firn_airflow.health_view.data import MAX_SAFE_INTEGER
 from tests.fixtures.airflow import load_test_dag
 from tests.fixtures.chromium import artifact_dir, chromium_page
 
@@ -126,7 +128,35 @@ def test_json_routes_report_tables_health_history_and_events(
         assert "Firn connection 'firn_missing' is not defined" in no_conn.json()["detail"]
 
 
+def _current_snapshot_id(root: Path, table: str) -> int:
+    catalog = firn.load_catalog(f"sqlite:///{root / 'catalog.db'}", warehouse=str(root / "wh"))
+    try:
+        snapshot = catalog.load_table(table).metadata.current_snapshot()
+        assert snapshot is not None
+        return snapshot.snapshot_id
+    finally:
+        catalog.close()
+
+
+# Per column of a table: where the header's text and the first body row's text start and end.
+_COLUMN_TEXT_EDGES = """(selector) => {
+  const table = document.querySelector(selector);
+  const edges = (cell) => {
+    const range = document.createRange();
+    range.selectNodeContents(cell);
+    const rects = Array.from(range.getClientRects());
+    return [Math.min(...rects.map((r) => r.left)), Math.max(...rects.map((r) => r.right))];
+  };
+  const heads = Array.from(table.querySelectorAll("thead th"));
+  const cells = Array.from(table.querySelector("tbody tr").children);
+  return heads.map((th, i) => [th.textContent, getComputedStyle(cells[i]).textAlign, edges(th), edges(cells[i])]);
+}"""
+
+
 def test_page_draws_every_chart_in_chromium(airflow_api_server: str, health_catalog: Path) -> None:
+    """Charts drawn, chart library local; values fit their boxes, ids digit for digit, ages as
+    durations, headers over their columns (the screenshot CI keeps shows the same page)."""
+    snapshot_id = _current_snapshot_id(health_catalog, "db.events_v4")
     url = f"{airflow_api_server}/firn/?conn_id={CONN_ID}&table=db.events_v4"
     with chromium_page() as page:
         page.goto(url)
@@ -162,5 +192,53 @@ def test_page_draws_every_chart_in_chromium(airflow_api_server: str, health_cata
         scripts = page.evaluate("Array.from(document.scripts).map((s) => s.src)")
         assert f"{airflow_api_server}/firn/static/uPlot.iife.min.js" in scripts
         assert all(s.startswith(airflow_api_server) for s in scripts)
+
+        metrics = dict(
+            page.evaluate(
+                "Array.from(document.querySelectorAll('.metric')).map((m) => "
+                "[m.querySelector('.name').textContent, m.querySelector('.value').textContent])"
+            )
+        )
+        # The id digit for digit (a JSON number would have lost its last digits).
+        assert metrics["snapshot_id"] == str(snapshot_id)
+        # Every value fits its box: nothing overflows into the next one.
+        overflowing = page.evaluate(
+            "Array.from(document.querySelectorAll('.metric')).filter((m) => "
+            "m.scrollWidth > m.clientWidth + 1 || m.querySelector('.value').getBoundingClientRect().right "
+            "> m.getBoundingClientRect().right).map((m) => m.querySelector('.name').textContent)"
+        )
+        assert overflowing == []
+        # Ages read as durations; points in time as dates.
+        assert re.fullmatch(r"\d+ (ms|s|min|h|d)( \d+ (s|min|h))?", metrics["oldest_snapshot_age_ms"])
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", metrics["last_commit_ms"])
+        durations = page.evaluate(
+            "[0, 350, 19000, 61000, 3600000, 5400000, 3 * 86400000 + 4 * 3600000 + 59000]"
+            ".map((ms) => window.firnTableHealth.fmtDuration(ms))"
+        )
+        assert durations == ["0 ms", "350 ms", "19 s", "1 min 1 s", "1 h", "1 h 30 min", "3 d 4 h"]
+        assert page.evaluate("window.firnTableHealth.fmtField('bytes_written', 3181)") == "3.1 KiB"
+
+        # Headers sit over their column: text columns start where their cells' text starts,
+        # number columns end where their cells' text ends.
+        for selector in ("#events table", "#tables"):
+            for name, align, (head_left, head_right), (cell_left, cell_right) in page.evaluate(
+                f"({_COLUMN_TEXT_EDGES})({json.dumps(selector)})"
+            ):
+                if align in ("left", "start"):
+                    assert abs(head_left - cell_left) < 2, (selector, name, head_left, cell_left)
+                else:
+                    assert abs(head_right - cell_right) < 2, (selector, name, head_right, cell_right)
         shot = page.screenshot(artifact_dir() / "firn-table-health.png")
     assert shot.stat().st_size > 10_000
+
+
+def test_json_routes_send_ids_a_browser_cannot_hold_as_strings(
+    airflow_api_server: str, health_catalog: Path
+) -> None:
+    snapshot_id = _current_snapshot_id(health_catalog, "db.events_v4")
+    with httpx.Client(base_url=f"{airflow_api_server}/firn", timeout=60) as client:
+        detail = client.get("/api/tables/db.events_v4", params={"conn_id": CONN_ID}).json()
+    sent = detail["health"]["value"]["snapshot_id"]
+    assert sent == (str(snapshot_id) if snapshot_id > MAX_SAFE_INTEGER else snapshot_id)
+    assert str(detail["snapshots"][-1]["snapshot_id"]) == str(snapshot_id)
+    assert isinstance(detail["health"]["value"]["data_files"], int)

@@ -28,23 +28,36 @@
     return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
   }
 
+  const DURATION_UNITS = [["d", 86400000], ["h", 3600000], ["min", 60000], ["s", 1000]];
+
+  // A duration in its two largest units, as people say it: "3 d 4 h", "5 min 2 s", "19 s";
+  // under a second in milliseconds. The smaller unit is dropped when it is zero ("2 h").
   function fmtDuration(ms) {
-    const s = ms / 1000;
-    if (s < 120) return `${s.toFixed(0)} s`;
-    if (s < 7200) return `${(s / 60).toFixed(0)} min`;
-    if (s < 172800) return `${(s / 3600).toFixed(1)} h`;
-    return `${(s / 86400).toFixed(1)} d`;
+    if (typeof ms !== "number" || !Number.isFinite(ms)) return fmt(ms);
+    if (ms < 0) return `-${fmtDuration(-ms)}`;
+    if (ms < 1000) return `${Math.round(ms)} ms`;
+    const i = DURATION_UNITS.findIndex(([, size]) => ms >= size);
+    const [unit, size] = DURATION_UNITS[i];
+    const whole = Math.floor(ms / size);
+    const next = DURATION_UNITS[i + 1];
+    const rest = next ? Math.floor((ms - whole * size) / next[1]) : 0;
+    return rest > 0 ? `${whole} ${unit} ${rest} ${next[0]}` : `${whole} ${unit}`;
   }
 
-  // Formats a value by what its field name says it is (ids, times, ages, sizes, counts).
+  function fmtTime(ms) {
+    return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+  }
+
+  // Formats a value by what its field name says it is (ids, times, durations, sizes, counts).
+  // Ids too long for a JavaScript number arrive as strings (see the view's API).
   function fmtField(name, value) {
+    if (name.endsWith("_id")) return fmt(value);
     if (typeof value !== "number") return fmt(value);
-    if (name === "snapshot_id") return String(value);
-    if (name === "measured_at_ms" || name === "last_commit_ms") {
-      return new Date(value).toISOString().replace("T", " ").slice(0, 19);
+    if (name === "measured_at_ms" || name === "last_commit_ms" || name === "timestamp_ms") {
+      return fmtTime(value);
     }
     if (name.endsWith("_age_ms") || name === "duration_ms") return fmtDuration(value);
-    if (name.endsWith("_bytes") || name === "bytes") return fmtBytes(value);
+    if (/(^|_)bytes(_|$)/.test(name)) return fmtBytes(value);
     return fmt(value);
   }
 
@@ -115,12 +128,14 @@
       return;
     }
     box.replaceChildren(
-      ...Object.entries(health.value).map(([name, value]) =>
-        el("div", { class: "metric" }, [
+      ...Object.entries(health.value).map(([name, value]) => {
+        const text = fmtField(name, value);
+        // A 19-digit id fits one line in a smaller font (and still wraps, never overflows).
+        return el("div", { class: "metric" }, [
           el("div", { class: "name", text: name }),
-          el("div", { class: "value", text: fmtField(name, value) }),
-        ]),
-      ),
+          el("div", { class: text.length > 14 ? "value long" : "value", text: text }),
+        ]);
+      }),
     );
   }
 
@@ -188,19 +203,22 @@
       box.replaceChildren(el("p", { text: "No maintenance has been recorded for this table's asset yet." }));
       return;
     }
-    const head = el("tr", {}, ["When", "Operation", "Dag / run / task", "Result", "Data files", "Small files"].map(
-      (h) => el("th", { text: h }),
-    ));
+    // Text columns are left-aligned, headers included; counts stay right-aligned.
+    const columns = [
+      ["When", "text"], ["Operation", "text"], ["Dag / run / task", "text"], ["Result", "text"],
+      ["Data files", ""], ["Small files", ""],
+    ];
+    const head = el("tr", {}, columns.map(([h, cls]) => el("th", cls ? { class: cls, text: h } : { text: h })));
     const rows = events.slice().reverse().map((e) => {
       const health = e.health || {};
       const result = e.result
         ? Object.entries(e.result)
-          .filter(([k, v]) => typeof v === "number" && k !== "snapshot_id")
+          .filter(([k, v]) => typeof v === "number" && !k.endsWith("_id"))
           .map(([k, v]) => `${k}=${fmtField(k, v)}`)
           .join(", ")
         : "–";
       return el("tr", {}, [
-        el("td", { text: new Date(e.timestamp_ms).toISOString().replace("T", " ").slice(0, 19) }),
+        el("td", { class: "text", text: fmtTime(e.timestamp_ms) }),
         el("td", { class: "text", text: e.operation || "–" }),
         el("td", { class: "text", text: [e.dag_id, e.run_id, e.task_id].filter(Boolean).join(" / ") || "–" }),
         el("td", { class: "text", text: result }),
@@ -247,6 +265,9 @@
       setStatus(`Error: ${err.message}`, "error");
     }
   }
+
+  // The formatters, for the page's tests.
+  window.firnTableHealth = { fmtDuration: fmtDuration, fmtField: fmtField };
 
   document.getElementById("conn").addEventListener("change", (event) => {
     state.conn = event.target.value;
