@@ -468,3 +468,15 @@ def test_empty_table_and_bad_arguments(spark: Any, catalog: SqlCatalog) -> None:
         firn.spark.read(spark, table, columns="id")
     with pytest.raises(ValidationError, match="nope"):
         firn.spark.read(spark, table, columns=["nope"])
+
+
+def test_a_missing_file_is_an_error_whatever_the_session_says(spark: Any, catalog: SqlCatalog) -> None:
+    table = build_table(catalog, "v1")
+    df = firn.spark.read(spark, table)
+    Path(table.scan().plan_files()[0].file.file_path).unlink()
+    spark.conf.set("spark.sql.files.ignoreMissingFiles", "true")  # would silently drop the file's rows
+    try:
+        with pytest.raises(Exception, match="FILE_NOT_EXIST"):
+            df.count()
+    finally:
+        spark.conf.unset("spark.sql.files.ignoreMissingFiles")
