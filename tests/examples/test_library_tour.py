@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
+from examples.library_tour import run
 
 import firn
-from examples.library_tour import run
 
 
 def test_tour_runs_twice_and_reports_time_travel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
