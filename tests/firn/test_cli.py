@@ -297,7 +297,7 @@ def test_bad_input_is_one_line_and_exit_2(uri: str, args: list[str], message: st
         ),
         (
             ["--catalog", "sqlite://relative.db"],
-            "cannot open catalog sqlite://relative.db: Invalid SQLite URL",
+            "cannot open catalog sqlite://relative.db: catalog 'default': 'sqlite://relative.db' is not a SQLite catalog URI",
         ),
         (["--catalog", "not a uri"], "unsupported catalog URI 'not a uri'"),
     ],

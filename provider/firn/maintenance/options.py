@@ -8,14 +8,13 @@ the wrong kind is one naming the option.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from firn.errors import ValidationError
+from firn.util.timestamps import to_timestamp_ms
 
 
 def _bool(name: str, value: object) -> bool:
@@ -60,42 +59,11 @@ def _str(name: str, value: object) -> str:
     raise ValidationError(f"option {name!r} must be a string, got {value!r}")
 
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-
-
 def _timestamp_ms(name: str, value: object) -> int:
     """A point in time: a timezone-aware datetime, epoch milliseconds (an int, or a float such
-    as ``time.time() * 1000``, truncated), or ISO-8601 text with an offset. A naive datetime
-    (or text without an offset) is refused: which instant it means depends on the machine."""
-    if isinstance(value, float) and math.isfinite(value):
-        return int(value)
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            raise ValidationError(
-                f"option {name!r} needs a timezone-aware datetime, got naive {value.isoformat()}"
-            )
-        # Integer arithmetic: a float of seconds can land a millisecond early.
-        return (value - _EPOCH) // dt.timedelta(milliseconds=1)
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lstrip("-").isdigit():
-            return int(text)
-        try:
-            parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValidationError(
-                f"option {name!r} must be epoch milliseconds or an ISO-8601 time, got {value!r}"
-            ) from None
-        if parsed.tzinfo is None:
-            raise ValidationError(
-                f"option {name!r} needs a time with an offset (2024-01-02T00:00:00Z), got {value!r}"
-            )
-        return _timestamp_ms(name, parsed)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise ValidationError(
-        f"option {name!r} must be a timezone-aware datetime, epoch milliseconds or ISO-8601 text, got {value!r}"
-    )
+    as ``time.time() * 1000``, truncated), or ISO-8601 text with an offset. A naive datetime,
+    a date or text without an offset is refused: which instant it means depends on the machine."""
+    return to_timestamp_ms(value, what=f"option {name!r}", naive="refuse")
 
 
 def _int_list(name: str, value: object) -> tuple[int, ...]:

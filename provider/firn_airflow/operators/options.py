@@ -10,7 +10,6 @@ renders to) and epoch milliseconds all work and both runners see the same number
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import json
 from collections.abc import Mapping
@@ -24,11 +23,8 @@ _TIMESTAMP_OPTIONS = frozenset({"older-than"})
 
 
 def timestamp_ms(name: str, value: object) -> int:
-    """``value`` (aware datetime, ISO-8601 text with an offset, epoch milliseconds) as epoch ms."""
-    if isinstance(value, dt.datetime) and value.tzinfo is not None:
-        # Airflow's pendulum DateTime (data_interval_end under render_template_as_native_obj)
-        # fails in its own timestamp() on this Python; the UTC time tuple works for any datetime.
-        return calendar.timegm(value.utctimetuple()) * 1000 + value.microsecond // 1000
+    """``value`` (aware datetime, ISO-8601 text with an offset, epoch milliseconds) as epoch ms
+    (pendulum's DateTime included: what ``data_interval_end`` is under native rendering)."""
     parsed: int = PARSERS["timestamp"](name, value)
     return parsed
 

@@ -17,12 +17,12 @@ branch head and its ancestors back to, not including, the watermark:
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from firn.errors import ValidationError
 from firn.spec.snapshots import Operation
+from firn.util.timestamps import to_timestamp_ms
 
 if TYPE_CHECKING:
     from firn.spec.snapshots import Snapshot
@@ -93,29 +93,7 @@ def parse_timestamp_ms(value: object, *, what: str = "after_timestamp") -> int |
     """
     if value is None or value == "" or value == "None":
         return None
-    if isinstance(value, bool):
-        raise ValidationError(f"{what} must be a datetime, an ISO-8601 string or epoch ms, got {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lstrip("-").isdigit():
-            return int(text)
-        try:
-            value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValidationError(
-                f"{what} {value!r} is not an ISO-8601 time (e.g. '2024-05-01T00:00:00+00:00') or epoch ms"
-            ) from None
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.UTC)
-        return int(value.timestamp() * 1000)
-    if isinstance(value, dt.date):
-        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp() * 1000)
-    raise ValidationError(f"{what} must be a datetime, an ISO-8601 string or epoch ms, got {value!r}")
+    return to_timestamp_ms(value, what=what)
 
 
 def branch_head(table: Table, branch: str) -> Snapshot | None:
