@@ -234,6 +234,10 @@ def run_dag(
     from airflow.dag_processing.dagbag import DagBag
     from airflow.utils.session import create_session
 
+    # Airflow installs its own warning filters on import: silence its dependencies' deprecation
+    # notices (pathspec's, for .airflowignore) again here.
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+
     bag = DagBag(dag_folder=str(REPO / "dags"))
     if bag.import_errors:
         raise RuntimeError(f"DAG import errors: {bag.import_errors}")
