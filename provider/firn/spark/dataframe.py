@@ -54,7 +54,7 @@ from firn.spark.native_parquet import (
     projection_problem,
     read_footer,
 )
-from firn.spark.source import FirnDataSource, FirnReader, SessionSettings
+from firn.spark.source import FirnDataSource, FirnReader, SessionSettings, without_metrics
 from firn.spark.typemap import spark_field
 from firn.spec.content import FileFormat
 from firn.spec.schema import Schema
@@ -494,25 +494,11 @@ class PlannedFirnReader(FirnReader):
         return self.tasks
 
 
-def _without_metrics(task: FileScanTask) -> FileScanTask:
-    # Readers need the data file's path, size, partition and count and the delete files,
-    # not the data file's column metrics: keep what travels to the workers small.
-    f = task.file.evolve(
-        column_sizes=None,
-        value_counts=None,
-        null_value_counts=None,
-        nan_value_counts=None,
-        lower_bounds=None,
-        upper_bounds=None,
-    )
-    return FileScanTask(f, task.data_sequence_number, tuple(task.delete_files), task.residual, None)
-
-
 def _firn_frame(spark: SparkSession, pin: _Pin, tasks: Sequence[FileScanTask]) -> DataFrame:
     attrs: dict[str, Any] = {
         "settings": SessionSettings(parallelism=spark.sparkContext.defaultParallelism),
         "pinned": (pin.table, pin.metadata_location, dict(pin.io_properties)),
-        "tasks": tuple(_without_metrics(t) for t in tasks),
+        "tasks": tuple(without_metrics(t) for t in tasks),
     }
     # A class made here (not importable by name) is pickled by value, tasks included, into
     # the Python workers, as firn.spark.register does with its settings.

@@ -293,9 +293,11 @@ class FirnInputPartition(InputPartition):
         self.tasks = tasks
 
 
-def _light(task: FileScanTask) -> FileScanTask:
-    # Readers need the file's path, size, partition and row count, and the delete files (their
-    # bounds name the data file they apply to), not the data file's column metrics.
+def without_metrics(task: FileScanTask) -> FileScanTask:
+    """``task`` without its data file's column metrics (what travels to Spark's workers).
+
+    Readers need the file's path, size, partition and row count, and the delete files (their
+    bounds name the data file they apply to), not the data file's column metrics."""
     f = task.file.evolve(
         column_sizes=None,
         value_counts=None,
@@ -394,7 +396,7 @@ class FirnReader(DataSourceReader):
         return self.selection.scan(handle, extra=self.row_filter()).plan_files()
 
     def partitions(self) -> list[InputPartition]:
-        tasks = [_light(t) for t in self.plan_files()]
+        tasks = [without_metrics(t) for t in self.plan_files()]
         return [FirnInputPartition(i, group) for i, group in enumerate(pack_tasks(tasks, self.split))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
