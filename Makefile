@@ -16,6 +16,10 @@ SPARK_DEFAULT_CONN := {"conn_type": "spark", "host": "local[2]", "extra": {"depl
 .PHONY: demo test lint typecheck bench clean airflow
 
 $(STAMP): pyproject.toml
+	@# Spark needs Java 17+: install Debian's JRE when it is missing and we may (root, apt).
+	@command -v java >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] \
+		&& apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null; } \
+		|| { echo "Java 17 is needed for Spark: install a JDK/JRE 17 and put java on PATH" >&2; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,spark,airflow,postgres,rest]'
