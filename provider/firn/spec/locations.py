@@ -1,14 +1,35 @@
-"""Where a table's new data files go (spec "File System Operations" and ``write.data.path``)."""
+"""Locations: where a table's new data files go, and which locations contain which.
+
+Two concerns live here, both pure string logic (no I/O):
+
+* :class:`DefaultLocationProvider`, the spec's "File System Operations" rule with
+  ``write.data.path``;
+* the identity of a location for confinement (DESIGN "Maintenance", safety invariant;
+  STYLE 21): :func:`normalize_location` refuses what cannot be a table's own place (relative
+  paths, ``..`` segments, control characters) and cleans the rest, and :func:`location_key` /
+  :func:`location_contains` / :func:`locations_overlap` compare locations by path segment, so
+  ``wh/t`` never contains ``wh/t2`` and ``file:/x``, ``file:///x`` and ``/x`` are one place.
+"""
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 from typing import Protocol
+from urllib.parse import unquote, urlsplit
 
+from firn.errors import ValidationError
 from firn.spec.properties import WRITE_DATA_PATH
 from firn.spec.table_metadata import TableMetadata
 
 DATA_DIR = "data"
+METADATA_DIR = "metadata"
+
+# Schemes that name the same store (Hadoop's s3a/s3n connectors and pyarrow's s3; Iceberg
+# Java's remove_orphan_files equal-schemes default says the same).
+_EQUAL_SCHEMES = {"s3a": "s3", "s3n": "s3", "": "file"}
+# Authorities that mean "this machine" for file URIs.
+_LOCAL_AUTHORITIES = {"", "localhost"}
 
 
 class LocationProvider(Protocol):
@@ -37,4 +58,113 @@ class DefaultLocationProvider:
         return f"{self.data_path}/{file_name}"
 
 
-__all__ = ["DATA_DIR", "DefaultLocationProvider", "LocationProvider"]
+# -- location identity ----------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class LocationKey:
+    """A location as compared for confinement: canonical scheme, authority, path segments."""
+
+    scheme: str
+    authority: str
+    segments: tuple[str, ...]
+
+    def contains(self, other: LocationKey) -> bool:
+        """True when ``other`` is this location or lies below it."""
+        return (
+            self.scheme == other.scheme
+            and self.authority == other.authority
+            and other.segments[: len(self.segments)] == self.segments
+        )
+
+    def __str__(self) -> str:
+        path = "/" + "/".join(self.segments)
+        return path if self.scheme == "file" else f"{self.scheme}://{self.authority}{path}"
+
+
+def _split(location: str) -> tuple[str, str, str]:
+    """(scheme, authority, path); a plain path (or a one-letter "scheme", a drive) has none."""
+    parts = urlsplit(location)
+    if len(parts.scheme) > 1:
+        return parts.scheme.lower(), parts.netloc, parts.path
+    return "", "", location
+
+
+def _check_text(location: str, what: str) -> None:
+    if not location.strip():
+        raise ValidationError(f"{what} is empty")
+    bad = next((c for c in location if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        raise ValidationError(f"{what} {location!r} contains the control character {bad!r}")
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in location):
+        raise ValidationError(f"{what} {location!r} contains a lone surrogate")
+
+
+def normalize_location(location: str, *, what: str = "location") -> str:
+    """``location`` cleaned for use as a table, view, data or metadata location.
+
+    Refused (``ValidationError``, naming ``what``): empty text, control characters, lone
+    surrogates, a relative plain path, a URI without a path, and any ``..`` segment (also
+    percent-encoded): a location must say where it is, not climb out of somewhere. Kept as
+    given: the scheme and authority. Cleaned: duplicate slashes, ``.`` segments and the
+    trailing slash. ``file:`` URIs and plain paths stay in the form given (Java writes
+    ``file:/...``, Firn plain paths), and compare equal through :func:`location_key`.
+    """
+    _check_text(location, what)
+    scheme, authority, path = _split(location)
+    if not scheme and not path.startswith("/"):
+        raise ValidationError(f"{what} {location!r} is relative: give an absolute path or a URI")
+    if scheme and not path.startswith("/"):
+        if not path and authority:
+            # s3://bucket is a bucket root: a place, with the empty path.
+            path = "/"
+        else:
+            raise ValidationError(f"{what} {location!r} has no absolute path after {scheme}:")
+    segments = [s for s in path.split("/") if s not in ("", ".")]
+    for s in segments:
+        if s == ".." or unquote(s) == "..":
+            raise ValidationError(f"{what} {location!r} has a '..' segment; locations must not climb")
+    clean = "/" + "/".join(segments)
+    if not scheme:
+        return clean
+    given_scheme = location.split(":", 1)[0]
+    if location[len(given_scheme) :].startswith("://"):
+        return f"{given_scheme}://{authority}{clean if segments else ''}"
+    return f"{given_scheme}:{clean}"
+
+
+def location_key(location: str) -> LocationKey:
+    """The comparison key of ``location`` (no validation: for paths read from metadata too).
+
+    Schemes compare case-insensitively with s3a/s3n as s3 and a plain path as ``file``; a
+    ``file`` authority of ``localhost`` is the local machine; paths compare by segment after
+    removing empty and ``.`` segments and resolving ``..`` lexically."""
+    scheme, authority, path = _split(location)
+    scheme = _EQUAL_SCHEMES.get(scheme, scheme)
+    if scheme == "file" and authority in _LOCAL_AUTHORITIES:
+        authority = ""
+    resolved = posixpath.normpath("/" + path) if path else "/"
+    segments = tuple(s for s in resolved.split("/") if s not in ("", "."))
+    return LocationKey(scheme, authority, segments)
+
+
+def location_contains(outer: str, inner: str) -> bool:
+    """True when ``inner`` is ``outer`` or lies below it (``wh/t`` does not contain ``wh/t2``)."""
+    return location_key(outer).contains(location_key(inner))
+
+
+def locations_overlap(a: str, b: str) -> bool:
+    """True when one of the two locations equals or contains the other."""
+    ka, kb = location_key(a), location_key(b)
+    return ka.contains(kb) or kb.contains(ka)
+
+
+__all__ = [
+    "DATA_DIR",
+    "METADATA_DIR",
+    "DefaultLocationProvider",
+    "LocationKey",
+    "LocationProvider",
+    "location_contains",
+    "location_key",
+    "locations_overlap",
+    "normalize_location",
+]
