@@ -19,7 +19,8 @@ import logging
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from firn.catalog.base import (
     Identifier,
@@ -47,6 +48,7 @@ from firn.errors import (
 )
 from firn.io.base import FileIO
 from firn.io.pyarrow_io import load_file_io
+from firn.spec.locations import METADATA_DIR
 from firn.table.table import Table
 from firn.util.lru import LRUCache
 
@@ -74,6 +76,29 @@ def namespace_to_string(namespace: Identifier) -> str:
 
 def namespace_from_string(value: str) -> Identifier:
     return tuple(value.split(".")) if value else ()
+
+
+EntryKind = Literal["table", "view"]
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntryLocation:
+    """Where one table or view of the catalog lives: its identifier, its kind, the location
+    its metadata names (``None`` when its metadata could not be read and its metadata file
+    is not in the usual ``<location>/metadata/`` directory) and its metadata file."""
+
+    identifier: Identifier
+    kind: EntryKind
+    location: str | None
+    metadata_location: str
+
+
+def location_of_metadata_file(metadata_location: str) -> str | None:
+    """``<location>`` for a metadata file at ``<location>/metadata/<file>`` (the spec's
+    layout, which Firn, Java and PyIceberg write by default), else ``None``."""
+    head, _, _ = metadata_location.rpartition("/")
+    parent, _, last = head.rpartition("/")
+    return parent if last == METADATA_DIR and parent else None
 
 
 def _make_table(
@@ -451,6 +476,44 @@ class BaseCatalog(ABC):
         self._tbl_insert(ns_str, name, metadata_location)
         return _make_table(self, ident, metadata, metadata_location)
 
+    # -- where every entry lives ---------------------------------------------------------------
+    def entry_locations(self) -> list[CatalogEntryLocation]:
+        """The location of every table and view of this catalog (DESIGN "Maintenance": the
+        safety rules compare a table's places with every other entry's).
+
+        The location is taken from the metadata file's path when it sits in the usual
+        ``<location>/metadata/`` directory (one catalog query for the whole catalog); any
+        other metadata file is read for its ``location`` (a custom ``write.metadata.path``).
+        An unreadable one gives ``location=None``: callers treat it as unknown, never as
+        "nothing here"."""
+        out: list[CatalogEntryLocation] = []
+        for ns_str, name, metadata_location, kind in self._all_entries():
+            location = location_of_metadata_file(metadata_location)
+            if location is None:
+                location = self._entry_location_from_file(kind, metadata_location)
+            out.append(
+                CatalogEntryLocation(
+                    identifier=(*namespace_from_string(ns_str), name),
+                    kind=kind,
+                    location=location,
+                    metadata_location=metadata_location,
+                )
+            )
+        return out
+
+    def _entry_location_from_file(self, kind: EntryKind, metadata_location: str) -> str | None:
+        try:
+            if kind == "table":
+                return self._read_metadata(metadata_location).location
+            return self._read_view_location(metadata_location)
+        except FirnError as e:
+            logger.warning("cannot read the location of %s %s: %s", kind, metadata_location, e)
+            return None
+
+    def _read_view_location(self, metadata_location: str) -> str | None:
+        """A view's location from its metadata file (catalogs with views override this)."""
+        return None
+
     # -- commits -------------------------------------------------------------------------------
     def load_metadata_location(self, identifier: IdentifierLike) -> str:
         ns, ns_str, name = self._table(identifier)
@@ -626,12 +689,19 @@ class BaseCatalog(ABC):
     def _tbl_swap(self, ns: str, name: str, expected: str, new: str) -> None:
         """Atomic check-and-put of the metadata pointer (spec "Metastore Tables")."""
 
+    @abstractmethod
+    def _all_entries(self) -> list[tuple[str, str, str, EntryKind]]:
+        """Every table and view row of the catalog: (namespace, name, metadata location, kind)."""
+
 
 __all__ = [
+    "CatalogEntryLocation",
+    "EntryKind",
     "NAMESPACE_EXISTS_PROPERTY",
     "NAMESPACE_LOCATION",
     "WAREHOUSE",
     "BaseCatalog",
+    "location_of_metadata_file",
     "namespace_from_string",
     "namespace_to_string",
     "normalize_location",

@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from firn.catalog.base_catalog import EntryKind
 from firn.catalog.lease import LeaseInfo
 from firn.catalog.memory_views import MemoryViewsMixin
 from firn.errors import AlreadyExists, CommitConflict, NoSuchTable
@@ -92,6 +93,14 @@ class InMemoryCatalog(MemoryViewsMixin):
             props.update(updates)
 
     # -- tables --------------------------------------------------------------------------------
+    def _all_entries(self) -> list[tuple[str, str, str, EntryKind]]:
+        with self._lock:
+            tables: list[tuple[str, str, str, EntryKind]] = [
+                (ns, name, row.metadata_location, "table") for (ns, name), row in self._tables.items()
+            ]
+            tables += [(ns, name, location, "view") for (ns, name), location in self._views.items()]
+        return tables
+
     def _tbl_names(self, ns: str) -> list[str]:
         with self._lock:
             return [name for n, name in self._tables if n == ns]

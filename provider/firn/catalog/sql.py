@@ -52,6 +52,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
+from firn.catalog.base_catalog import EntryKind
 from firn.catalog.lease import LeaseInfo
 from firn.catalog.sql_schema import (
     ICEBERG_TABLES,
@@ -392,6 +393,20 @@ class SqlCatalog(SqlViewsMixin):
         with self._db(f"look up table '{ns}.{name}'"), self._engine.connect() as conn:
             location: str | None = conn.execute(q).scalar_one_or_none()
         return location or None
+
+    def _all_entries(self) -> list[tuple[str, str, str, EntryKind]]:
+        t = iceberg_tables.c
+        kind = t.iceberg_type if self._has_type else sa.null()
+        q = sa.select(t.table_namespace, t.table_name, t.metadata_location, kind).where(
+            t.catalog_name == self.name
+        )
+        with self._db("list every table and view"), self._engine.connect() as conn:
+            rows = conn.execute(q).all()
+        return [
+            (ns, name, location, "view" if typ == VIEW_TYPE else "table")
+            for ns, name, location, typ in rows
+            if location
+        ]
 
     def _check_table_row(self, ns: str, name: str, metadata_location: str) -> None:
         self._check_lengths("namespace", ns, MAX_NAME_LENGTH)

@@ -63,6 +63,9 @@ class ViewCatalogMixin(BaseCatalog):
     """Catalog view operations; backends implement the ``_view_*`` primitives."""
 
     # -- helpers -------------------------------------------------------------------------------
+    def _read_view_location(self, metadata_location: str) -> str | None:
+        return read_view_metadata(self._io, metadata_location).location
+
     def _view_parts(self, identifier: IdentifierLike) -> tuple[Identifier, str, str]:
         return self._table(identifier)
 
