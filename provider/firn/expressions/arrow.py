@@ -41,62 +41,22 @@ from firn.expressions.predicates import InternalValue
 from firn.expressions.terms import BoundReference
 from firn.expressions.tree import BooleanExpression
 from firn.expressions.visitors import BoundPredicateVisitor, visit
+from firn.spec.arrow_types import primitive_arrow_type
 from firn.spec.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
     DoubleType,
-    FixedType,
     FloatType,
     IcebergType,
-    IntegerType,
-    LongType,
-    StringType,
-    TimestampNanoType,
-    TimestampType,
-    TimestamptzNanoType,
-    TimestamptzType,
-    TimeType,
+    UnknownType,
     UUIDType,
 )
 
 
 def arrow_type(t: IcebergType) -> pa.DataType:
     """The Arrow type of literals of Iceberg primitive type ``t``."""
-    if isinstance(t, BooleanType):
-        return pa.bool_()
-    if isinstance(t, IntegerType):
-        return pa.int32()
-    if isinstance(t, LongType):
-        return pa.int64()
-    if isinstance(t, FloatType):
-        return pa.float32()
-    if isinstance(t, DoubleType):
-        return pa.float64()
-    if isinstance(t, DecimalType):
-        return pa.decimal128(t.precision, t.scale)
-    if isinstance(t, DateType):
-        return pa.date32()
-    if isinstance(t, TimeType):
-        return pa.time64("us")
-    if isinstance(t, TimestampType):
-        return pa.timestamp("us")
-    if isinstance(t, TimestamptzType):
-        return pa.timestamp("us", tz="UTC")
-    if isinstance(t, TimestampNanoType):
-        return pa.timestamp("ns")
-    if isinstance(t, TimestamptzNanoType):
-        return pa.timestamp("ns", tz="UTC")
-    if isinstance(t, StringType):
-        return pa.string()
-    if isinstance(t, UUIDType):
-        return pa.binary(16)
-    if isinstance(t, FixedType):
-        return pa.binary(t.length)
-    if isinstance(t, BinaryType):
-        return pa.binary()
-    raise Unsupported(f"no Arrow literal type for Iceberg type {t}")
+    at = primitive_arrow_type(t)
+    if at is None or isinstance(t, UnknownType):
+        raise Unsupported(f"no Arrow literal type for Iceberg type {t}")
+    return at
 
 
 def _arrow_value(t: IcebergType, value: InternalValue) -> object:

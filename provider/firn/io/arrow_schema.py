@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from firn.errors import Unsupported, ValidationError
+from firn.spec.arrow_types import primitive_arrow_type
 from firn.spec.name_mapping import LIST_ELEMENT_NAME, MAP_KEY_NAME, MAP_VALUE_NAME, MappedField, NameMapping
 from firn.spec.schema import Schema, assign_fresh_ids
 from firn.spec.types import (
@@ -92,41 +93,10 @@ def _field_metadata(field_id: int, doc: str | None = None) -> dict[bytes, bytes]
 
 
 def _primitive_to_arrow(t: PrimitiveType, large: bool) -> pa.DataType:
-    if isinstance(t, BooleanType):
-        return pa.bool_()
-    if isinstance(t, IntegerType):
-        return pa.int32()
-    if isinstance(t, LongType):
-        return pa.int64()
-    if isinstance(t, FloatType):
-        return pa.float32()
-    if isinstance(t, DoubleType):
-        return pa.float64()
-    if isinstance(t, DecimalType):
-        return pa.decimal128(t.precision, t.scale)
-    if isinstance(t, DateType):
-        return pa.date32()
-    if isinstance(t, TimeType):
-        return pa.time64("us")
-    if isinstance(t, TimestampType):
-        return pa.timestamp("us")
-    if isinstance(t, TimestamptzType):
-        return pa.timestamp("us", tz=UTC)
-    if isinstance(t, TimestampNanoType):
-        return pa.timestamp("ns")
-    if isinstance(t, TimestamptzNanoType):
-        return pa.timestamp("ns", tz=UTC)
-    if isinstance(t, StringType):
-        return pa.large_string() if large else pa.string()
-    if isinstance(t, UUIDType):
-        return pa.uuid()
-    if isinstance(t, FixedType):
-        return pa.binary(t.length)
-    if isinstance(t, BinaryType):
-        return pa.large_binary() if large else pa.binary()
-    if isinstance(t, UnknownType):
-        return pa.null()
-    raise Unsupported(f"values of Iceberg type {t} cannot be converted to Arrow")
+    at = primitive_arrow_type(t, large=large, uuid_extension=True)
+    if at is None:
+        raise Unsupported(f"values of Iceberg type {t} cannot be converted to Arrow")
+    return at
 
 
 def type_to_arrow(t: IcebergType, *, large_types: bool = False) -> pa.DataType:

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from firn.expressions.columnar_metrics import ColumnStats
 from firn.spec import field_ids as F
 from firn.spec import values
+from firn.spec.arrow_types import primitive_arrow_type
 from firn.spec.content import (
     DataFile,
     EntryStatus,
@@ -38,26 +39,14 @@ from firn.spec.content import (
 )
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
     DoubleType,
-    FixedType,
     FloatType,
     IcebergType,
-    IntegerType,
     ListType,
-    LongType,
     MapType,
     PrimitiveType,
-    StringType,
     StructType,
-    TimestampNanoType,
-    TimestampType,
-    TimestamptzNanoType,
-    TimestamptzType,
-    TimeType,
+    UnknownType,
     UUIDType,
 )
 from firn.util.arrow_chunks import single_array
@@ -77,39 +66,7 @@ def _field(name: str, t: pa.DataType, field_id: int, nullable: bool = True) -> p
 
 def stats_arrow_type(t: PrimitiveType) -> pa.DataType | None:
     """Arrow type of typed bounds for an Iceberg primitive; None when it has no bounds."""
-    if isinstance(t, BooleanType):
-        return pa.bool_()
-    if isinstance(t, IntegerType):
-        return pa.int32()
-    if isinstance(t, LongType):
-        return pa.int64()
-    if isinstance(t, FloatType):
-        return pa.float32()
-    if isinstance(t, DoubleType):
-        return pa.float64()
-    if isinstance(t, DecimalType):
-        return pa.decimal128(t.precision, t.scale)
-    if isinstance(t, DateType):
-        return pa.date32()
-    if isinstance(t, TimeType):
-        return pa.time64("us")
-    if isinstance(t, TimestampType):
-        return pa.timestamp("us")
-    if isinstance(t, TimestamptzType):
-        return pa.timestamp("us", tz="UTC")
-    if isinstance(t, TimestampNanoType):
-        return pa.timestamp("ns")
-    if isinstance(t, TimestamptzNanoType):
-        return pa.timestamp("ns", tz="UTC")
-    if isinstance(t, StringType):
-        return pa.string()
-    if isinstance(t, UUIDType):
-        return pa.binary(16)
-    if isinstance(t, FixedType):
-        return pa.binary(t.length)
-    if isinstance(t, BinaryType):
-        return pa.binary()
-    return None
+    return None if isinstance(t, UnknownType) else primitive_arrow_type(t)
 
 
 def _int_storage(t: pa.DataType) -> pa.DataType | None:
