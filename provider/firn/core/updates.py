@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from firn.errors import CommitConflict, ValidationError
@@ -25,6 +25,17 @@ from firn.spec.metadata_json import (
     snapshot_to_dict,
     statistics_from_dict,
     statistics_to_dict,
+)
+from firn.spec.metadata_updates import (
+    SHARED_UPDATE_READERS,
+    JsonFields,
+    RemoveProperties,
+    SetLocation,
+    SetProperties,
+    TableUpdate,
+    UpgradeFormatVersion,
+    parse_uuid,
+    read_tagged,
 )
 from firn.spec.schema_json import (
     partition_spec_from_json,
@@ -49,37 +60,11 @@ if TYPE_CHECKING:
 LAST_ADDED = -1
 
 
-# -- updates ------------------------------------------------------------------------------------
-class TableUpdate:
-    """Base of metadata updates; ``ACTION`` is the REST ``action`` discriminator."""
-
-    __slots__ = ()
-    ACTION: ClassVar[str] = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """The REST ``TableUpdate`` JSON object."""
-        return {"action": self.ACTION, **self._fields()}
-
-    def _fields(self) -> dict[str, Any]:
-        raise NotImplementedError  # pragma: no cover - every update defines its fields
-
-
+# -- updates (shared with views: firn.spec.metadata_updates) ------------------------------------
 @dataclass(frozen=True, slots=True)
 class AssignUUID(TableUpdate):
     ACTION: ClassVar[str] = "assign-uuid"
     uuid: uuid.UUID
-
-    def _fields(self) -> dict[str, Any]:
-        return {"uuid": str(self.uuid)}
-
-
-@dataclass(frozen=True, slots=True)
-class UpgradeFormatVersion(TableUpdate):
-    ACTION: ClassVar[str] = "upgrade-format-version"
-    format_version: int
-
-    def _fields(self) -> dict[str, Any]:
-        return {"format-version": self.format_version}
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +84,6 @@ class SetCurrentSchema(TableUpdate):
     ACTION: ClassVar[str] = "set-current-schema"
     schema_id: int
 
-    def _fields(self) -> dict[str, Any]:
-        return {"schema-id": self.schema_id}
-
 
 @dataclass(frozen=True, slots=True)
 class AddPartitionSpec(TableUpdate):
@@ -117,9 +99,6 @@ class SetDefaultSpec(TableUpdate):
     ACTION: ClassVar[str] = "set-default-spec"
     spec_id: int
 
-    def _fields(self) -> dict[str, Any]:
-        return {"spec-id": self.spec_id}
-
 
 @dataclass(frozen=True, slots=True)
 class AddSortOrder(TableUpdate):
@@ -134,9 +113,6 @@ class AddSortOrder(TableUpdate):
 class SetDefaultSortOrder(TableUpdate):
     ACTION: ClassVar[str] = "set-default-sort-order"
     sort_order_id: int
-
-    def _fields(self) -> dict[str, Any]:
-        return {"sort-order-id": self.sort_order_id}
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,44 +156,11 @@ class RemoveSnapshots(TableUpdate):
     ACTION: ClassVar[str] = "remove-snapshots"
     snapshot_ids: tuple[int, ...]
 
-    def _fields(self) -> dict[str, Any]:
-        return {"snapshot-ids": list(self.snapshot_ids)}
-
 
 @dataclass(frozen=True, slots=True)
 class RemoveSnapshotRef(TableUpdate):
     ACTION: ClassVar[str] = "remove-snapshot-ref"
     ref_name: str
-
-    def _fields(self) -> dict[str, Any]:
-        return {"ref-name": self.ref_name}
-
-
-@dataclass(frozen=True, slots=True)
-class SetLocation(TableUpdate):
-    ACTION: ClassVar[str] = "set-location"
-    location: str
-
-    def _fields(self) -> dict[str, Any]:
-        return {"location": self.location}
-
-
-@dataclass(frozen=True, slots=True)
-class SetProperties(TableUpdate):
-    ACTION: ClassVar[str] = "set-properties"
-    updates: Mapping[str, str] = field(default_factory=dict)
-
-    def _fields(self) -> dict[str, Any]:
-        return {"updates": {str(k): str(v) for k, v in self.updates.items()}}
-
-
-@dataclass(frozen=True, slots=True)
-class RemoveProperties(TableUpdate):
-    ACTION: ClassVar[str] = "remove-properties"
-    removals: tuple[str, ...] = ()
-
-    def _fields(self) -> dict[str, Any]:
-        return {"removals": list(self.removals)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,33 +179,17 @@ class RemoveStatistics(TableUpdate):
     ACTION: ClassVar[str] = "remove-statistics"
     snapshot_id: int
 
-    def _fields(self) -> dict[str, Any]:
-        return {"snapshot-id": self.snapshot_id}
-
 
 @dataclass(frozen=True, slots=True)
 class RemovePartitionSpecs(TableUpdate):
     ACTION: ClassVar[str] = "remove-partition-specs"
     spec_ids: tuple[int, ...]
 
-    def _fields(self) -> dict[str, Any]:
-        return {"spec-ids": list(self.spec_ids)}
-
 
 @dataclass(frozen=True, slots=True)
 class RemoveSchemas(TableUpdate):
     ACTION: ClassVar[str] = "remove-schemas"
     schema_ids: tuple[int, ...]
-
-    def _fields(self) -> dict[str, Any]:
-        return {"schema-ids": list(self.schema_ids)}
-
-
-def _parse_uuid(value: str, what: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(value)
-    except ValueError as e:
-        raise ValidationError(f"{what}: {value!r} is not a UUID") from e
 
 
 def _add_schema(r: JsonObjectReader) -> AddSchema:
@@ -307,8 +234,8 @@ def _set_statistics(r: JsonObjectReader) -> SetStatistics:
 
 
 _UPDATE_READERS: dict[str, Callable[[JsonObjectReader], TableUpdate]] = {
-    AssignUUID.ACTION: lambda r: AssignUUID(_parse_uuid(r.get_str("uuid"), r.what)),
-    UpgradeFormatVersion.ACTION: lambda r: UpgradeFormatVersion(r.get_int("format-version")),
+    **SHARED_UPDATE_READERS,  # type: ignore[dict-item]
+    AssignUUID.ACTION: lambda r: AssignUUID(parse_uuid(r.get_str("uuid"), r.what)),
     AddSchema.ACTION: _add_schema,
     SetCurrentSchema.ACTION: lambda r: SetCurrentSchema(r.get_int("schema-id")),
     AddPartitionSpec.ACTION: lambda r: AddPartitionSpec(r.nested("spec", partition_spec_from_json)),
@@ -321,9 +248,6 @@ _UPDATE_READERS: dict[str, Callable[[JsonObjectReader], TableUpdate]] = {
     SetSnapshotRef.ACTION: _set_snapshot_ref,
     RemoveSnapshots.ACTION: lambda r: RemoveSnapshots(r.get_list("snapshot-ids", int)),
     RemoveSnapshotRef.ACTION: lambda r: RemoveSnapshotRef(r.get_str("ref-name")),
-    SetLocation.ACTION: lambda r: SetLocation(r.get_str("location")),
-    SetProperties.ACTION: lambda r: SetProperties(r.str_map("updates")),
-    RemoveProperties.ACTION: lambda r: RemoveProperties(r.get_list("removals", str)),
     SetStatistics.ACTION: _set_statistics,
     RemoveStatistics.ACTION: lambda r: RemoveStatistics(r.get_int("snapshot-id")),
     RemovePartitionSpecs.ACTION: lambda r: RemovePartitionSpecs(r.get_list("spec-ids", int)),
@@ -337,21 +261,11 @@ def update_from_json(data: Any) -> TableUpdate:
     Updates of the spec that Firn does not apply (partition statistics, encryption keys) are
     refused by name rather than ignored.
     """
-    r = JsonObjectReader(data, "table update", "action")
-    action = r.get_str("action")
-    r.what = f"table update {action!r}"
-    read = _UPDATE_READERS.get(action)
-    if read is None:
-        raise ValidationError(
-            f"unsupported table update action {action!r}; supported: {', '.join(sorted(_UPDATE_READERS))}"
-        )
-    update = read(r)
-    r.finish()
-    return update
+    return read_tagged(data, "table update", "action", _UPDATE_READERS, "unsupported")
 
 
 # -- requirements ---------------------------------------------------------------------------
-class TableRequirement:
+class TableRequirement(JsonFields):
     """A condition on the current metadata that must hold for a commit to apply.
 
     ``TYPE`` is the REST ``type`` discriminator; None for Firn-only requirements that the REST
@@ -369,9 +283,6 @@ class TableRequirement:
         if self.TYPE is None:
             raise ValidationError(f"{type(self).__name__} has no REST form")
         return {"type": self.TYPE, **self._fields()}
-
-    def _fields(self) -> dict[str, Any]:
-        return {}
 
 
 def _conflict(message: str) -> CommitConflict:
@@ -404,9 +315,6 @@ class AssertTableUUID(TableRequirement):
         if current is None or current.table_uuid != self.uuid:
             raise _conflict(f"table UUID changed (expected {self.uuid}); the table was replaced")
 
-    def _fields(self) -> dict[str, Any]:
-        return {"uuid": str(self.uuid)}
-
 
 @dataclass(frozen=True, slots=True)
 class AssertRefSnapshotId(TableRequirement):
@@ -422,10 +330,6 @@ class AssertRefSnapshotId(TableRequirement):
         if actual != self.snapshot_id:
             raise _conflict(f"branch {self.ref!r} moved from {self.snapshot_id} to {actual}")
 
-    def _fields(self) -> dict[str, Any]:
-        # snapshot-id is required and null means "the ref must not exist" (REST spec).
-        return {"ref": self.ref, "snapshot-id": self.snapshot_id}
-
 
 @dataclass(frozen=True, slots=True)
 class AssertLastAssignedFieldId(TableRequirement):
@@ -436,22 +340,17 @@ class AssertLastAssignedFieldId(TableRequirement):
         if _require_table(current, "last column id").last_column_id != self.last_assigned_field_id:
             raise _conflict("the schema was changed concurrently (last column id moved)")
 
-    def _fields(self) -> dict[str, Any]:
-        return {"last-assigned-field-id": self.last_assigned_field_id}
-
 
 @dataclass(frozen=True, slots=True)
 class AssertCurrentSchemaId(TableRequirement):
     TYPE: ClassVar[str | None] = "assert-current-schema-id"
+    JSON_NAMES: ClassVar[Mapping[str, str]] = {"schema_id": "current-schema-id"}
     schema_id: int
 
     def validate(self, current: TableMetadata | None) -> None:
         actual = _require_table(current, "current schema").current_schema_id
         if actual != self.schema_id:
             raise _conflict(f"current schema changed from {self.schema_id} to {actual}")
-
-    def _fields(self) -> dict[str, Any]:
-        return {"current-schema-id": self.schema_id}
 
 
 @dataclass(frozen=True, slots=True)
@@ -464,13 +363,11 @@ class AssertLastAssignedPartitionId(TableRequirement):
         if actual != self.last_assigned_partition_id:
             raise _conflict("the partition spec was changed concurrently")
 
-    def _fields(self) -> dict[str, Any]:
-        return {"last-assigned-partition-id": self.last_assigned_partition_id}
-
 
 @dataclass(frozen=True, slots=True)
 class AssertDefaultSpecId(TableRequirement):
     TYPE: ClassVar[str | None] = "assert-default-spec-id"
+    JSON_NAMES: ClassVar[Mapping[str, str]] = {"spec_id": "default-spec-id"}
     spec_id: int
 
     def validate(self, current: TableMetadata | None) -> None:
@@ -478,21 +375,16 @@ class AssertDefaultSpecId(TableRequirement):
         if actual != self.spec_id:
             raise _conflict(f"default spec changed from {self.spec_id} to {actual}")
 
-    def _fields(self) -> dict[str, Any]:
-        return {"default-spec-id": self.spec_id}
-
 
 @dataclass(frozen=True, slots=True)
 class AssertDefaultSortOrderId(TableRequirement):
     TYPE: ClassVar[str | None] = "assert-default-sort-order-id"
+    JSON_NAMES: ClassVar[Mapping[str, str]] = {"sort_order_id": "default-sort-order-id"}
     sort_order_id: int
 
     def validate(self, current: TableMetadata | None) -> None:
         if _require_table(current, "default sort order").default_sort_order_id != self.sort_order_id:
             raise _conflict("default sort order changed concurrently")
-
-    def _fields(self) -> dict[str, Any]:
-        return {"default-sort-order-id": self.sort_order_id}
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,7 +408,7 @@ def _assert_ref(r: JsonObjectReader) -> AssertRefSnapshotId:
 
 _REQUIREMENT_READERS: dict[str, Callable[[JsonObjectReader], TableRequirement]] = {
     "assert-create": lambda r: AssertCreate(),
-    "assert-table-uuid": lambda r: AssertTableUUID(_parse_uuid(r.get_str("uuid"), r.what)),
+    "assert-table-uuid": lambda r: AssertTableUUID(parse_uuid(r.get_str("uuid"), r.what)),
     "assert-ref-snapshot-id": _assert_ref,
     "assert-last-assigned-field-id": lambda r: AssertLastAssignedFieldId(r.get_int("last-assigned-field-id")),
     "assert-current-schema-id": lambda r: AssertCurrentSchemaId(r.get_int("current-schema-id")),
@@ -530,17 +422,7 @@ _REQUIREMENT_READERS: dict[str, Callable[[JsonObjectReader], TableRequirement]] 
 
 def requirement_from_json(data: Any) -> TableRequirement:
     """A REST ``TableRequirement`` object; ``ValidationError`` names what is wrong with it."""
-    r = JsonObjectReader(data, "table requirement", "type")
-    kind = r.get_str("type")
-    r.what = f"table requirement {kind!r}"
-    read = _REQUIREMENT_READERS.get(kind)
-    if read is None:
-        raise ValidationError(
-            f"unknown table requirement type {kind!r}; known: {', '.join(sorted(_REQUIREMENT_READERS))}"
-        )
-    requirement = read(r)
-    r.finish()
-    return requirement
+    return read_tagged(data, "table requirement", "type", _REQUIREMENT_READERS, "unknown")
 
 
 __all__ = [

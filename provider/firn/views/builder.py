@@ -47,11 +47,11 @@ from firn.views.updates import (
     AddViewSchema,
     AddViewVersion,
     AssignViewUUID,
-    RemoveViewProperties,
+    RemoveProperties,
     SetCurrentViewVersion,
-    SetViewLocation,
-    SetViewProperties,
-    UpgradeViewFormatVersion,
+    SetLocation,
+    SetProperties,
+    UpgradeFormatVersion,
     ViewUpdate,
 )
 
@@ -169,7 +169,7 @@ class ViewMetadataBuilder:
             )
         if format_version != self._format_version:
             self._format_version = format_version
-            self._updates.append(UpgradeViewFormatVersion(format_version))
+            self._updates.append(UpgradeFormatVersion(format_version))
         return self
 
     def set_location(self, location: str) -> ViewMetadataBuilder:
@@ -177,7 +177,7 @@ class ViewMetadataBuilder:
             raise ValidationError("a view location must be non-empty")
         if location != self._location:
             self._location = location
-            self._updates.append(SetViewLocation(location))
+            self._updates.append(SetLocation(location))
         return self
 
     def set_properties(self, updates: Mapping[str, str]) -> ViewMetadataBuilder:
@@ -186,7 +186,7 @@ class ViewMetadataBuilder:
             raise ValidationError("view property keys must be non-empty")
         if changed:
             self._properties.update(changed)
-            self._updates.append(SetViewProperties(MappingProxyType(changed)))
+            self._updates.append(SetProperties(MappingProxyType(changed)))
         return self
 
     def remove_properties(self, keys: Iterable[str]) -> ViewMetadataBuilder:
@@ -194,7 +194,7 @@ class ViewMetadataBuilder:
         if present:
             for key in present:
                 del self._properties[key]
-            self._updates.append(RemoveViewProperties(present))
+            self._updates.append(RemoveProperties(present))
         return self
 
     # -- schemas and versions ------------------------------------------------------------------
@@ -446,15 +446,15 @@ def apply_view_updates(
     for u in updates:
         if isinstance(u, AssignViewUUID):
             builder.assign_uuid(u.uuid)
-        elif isinstance(u, UpgradeViewFormatVersion):
+        elif isinstance(u, UpgradeFormatVersion):
             builder.upgrade_format_version(u.format_version)
         elif isinstance(u, AddViewSchema):
             builder.add_schema(u.schema)
-        elif isinstance(u, SetViewLocation):
+        elif isinstance(u, SetLocation):
             builder.set_location(u.location)
-        elif isinstance(u, SetViewProperties):
+        elif isinstance(u, SetProperties):
             builder.set_properties(u.updates)
-        elif isinstance(u, RemoveViewProperties):
+        elif isinstance(u, RemoveProperties):
             builder.remove_properties(u.removals)
         elif isinstance(u, AddViewVersion):
             builder.add_version(u.version)

@@ -17,6 +17,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from firn.errors import CommitConflict, ValidationError
+from firn.spec.metadata_updates import (
+    SHARED_UPDATE_READERS,
+    RemoveProperties,
+    SetLocation,
+    SetProperties,
+    UpgradeFormatVersion,
+    ViewUpdate,
+    read_tagged,
+)
 from firn.spec.schema_json import schema_from_json
 from firn.spec.view_metadata_json import version_from_dict, version_to_dict, view_schema_to_dict
 from firn.util.json_reader import JsonObjectReader
@@ -28,36 +37,10 @@ if TYPE_CHECKING:
 LAST_ADDED = -1
 
 
-class ViewUpdate:
-    """Base of view metadata updates; ``ACTION`` is the REST ``action`` discriminator."""
-
-    __slots__ = ()
-    ACTION: ClassVar[str] = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """The REST ``ViewUpdate`` JSON object."""
-        return {"action": self.ACTION, **self._fields()}
-
-    def _fields(self) -> dict[str, Any]:
-        raise NotImplementedError  # pragma: no cover - every update defines its fields
-
-
 @dataclass(frozen=True, slots=True)
 class AssignViewUUID(ViewUpdate):
     ACTION: ClassVar[str] = "assign-uuid"
     uuid: str
-
-    def _fields(self) -> dict[str, Any]:
-        return {"uuid": self.uuid}
-
-
-@dataclass(frozen=True, slots=True)
-class UpgradeViewFormatVersion(ViewUpdate):
-    ACTION: ClassVar[str] = "upgrade-format-version"
-    format_version: int
-
-    def _fields(self) -> dict[str, Any]:
-        return {"format-version": self.format_version}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,33 +50,6 @@ class AddViewSchema(ViewUpdate):
 
     def _fields(self) -> dict[str, Any]:
         return {"schema": view_schema_to_dict(self.schema)}
-
-
-@dataclass(frozen=True, slots=True)
-class SetViewLocation(ViewUpdate):
-    ACTION: ClassVar[str] = "set-location"
-    location: str
-
-    def _fields(self) -> dict[str, Any]:
-        return {"location": self.location}
-
-
-@dataclass(frozen=True, slots=True)
-class SetViewProperties(ViewUpdate):
-    ACTION: ClassVar[str] = "set-properties"
-    updates: Mapping[str, str]
-
-    def _fields(self) -> dict[str, Any]:
-        return {"updates": dict(self.updates)}
-
-
-@dataclass(frozen=True, slots=True)
-class RemoveViewProperties(ViewUpdate):
-    ACTION: ClassVar[str] = "remove-properties"
-    removals: tuple[str, ...]
-
-    def _fields(self) -> dict[str, Any]:
-        return {"removals": list(self.removals)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +64,8 @@ class AddViewVersion(ViewUpdate):
 @dataclass(frozen=True, slots=True)
 class SetCurrentViewVersion(ViewUpdate):
     ACTION: ClassVar[str] = "set-current-view-version"
+    JSON_NAMES: ClassVar[Mapping[str, str]] = {"version_id": "view-version-id"}
     version_id: int
-
-    def _fields(self) -> dict[str, Any]:
-        return {"view-version-id": self.version_id}
 
 
 def _add_schema(r: JsonObjectReader) -> AddViewSchema:
@@ -121,12 +75,9 @@ def _add_schema(r: JsonObjectReader) -> AddViewSchema:
 
 
 _VIEW_UPDATE_READERS: dict[str, Callable[[JsonObjectReader], ViewUpdate]] = {
+    **SHARED_UPDATE_READERS,  # type: ignore[dict-item]
     AssignViewUUID.ACTION: lambda r: AssignViewUUID(r.get_str("uuid")),
-    UpgradeViewFormatVersion.ACTION: lambda r: UpgradeViewFormatVersion(r.get_int("format-version")),
     AddViewSchema.ACTION: _add_schema,
-    SetViewLocation.ACTION: lambda r: SetViewLocation(r.get_str("location")),
-    SetViewProperties.ACTION: lambda r: SetViewProperties(r.str_map("updates")),
-    RemoveViewProperties.ACTION: lambda r: RemoveViewProperties(r.get_list("removals", str)),
     AddViewVersion.ACTION: lambda r: AddViewVersion(r.nested("view-version", version_from_dict)),
     SetCurrentViewVersion.ACTION: lambda r: SetCurrentViewVersion(r.get_int("view-version-id")),
 }
@@ -134,17 +85,7 @@ _VIEW_UPDATE_READERS: dict[str, Callable[[JsonObjectReader], ViewUpdate]] = {
 
 def view_update_from_json(data: Any) -> ViewUpdate:
     """A REST ``ViewUpdate`` object; ``ValidationError`` names what is wrong with it."""
-    r = JsonObjectReader(data, "view update", "action")
-    action = r.get_str("action")
-    r.what = f"view update {action!r}"
-    read = _VIEW_UPDATE_READERS.get(action)
-    if read is None:
-        raise ValidationError(
-            f"unknown view update action {action!r}; known: {', '.join(sorted(_VIEW_UPDATE_READERS))}"
-        )
-    update = read(r)
-    r.finish()
-    return update
+    return read_tagged(data, "view update", "action", _VIEW_UPDATE_READERS, "unknown")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,11 +124,11 @@ __all__ = [
     "AddViewVersion",
     "AssertViewUUID",
     "AssignViewUUID",
-    "RemoveViewProperties",
+    "RemoveProperties",
     "SetCurrentViewVersion",
-    "SetViewLocation",
-    "SetViewProperties",
-    "UpgradeViewFormatVersion",
+    "SetLocation",
+    "SetProperties",
+    "UpgradeFormatVersion",
     "ViewUpdate",
     "view_update_from_json",
 ]

@@ -25,8 +25,8 @@ from firn.views.updates import (
     AddViewVersion,
     AssignViewUUID,
     SetCurrentViewVersion,
-    SetViewLocation,
-    SetViewProperties,
+    SetLocation,
+    SetProperties,
 )
 
 T0 = 1_700_000_000_000
@@ -270,8 +270,8 @@ def test_builder_records_updates_and_they_replay() -> None:
     updates = builder.updates
     assert [type(u) for u in updates] == [
         AssignViewUUID,
-        SetViewLocation,
-        SetViewProperties,
+        SetLocation,
+        SetProperties,
         AddViewSchema,
         AddViewVersion,
         SetCurrentViewVersion,

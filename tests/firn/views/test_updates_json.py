@@ -21,9 +21,9 @@ from firn.views.builder import (
 from firn.views.updates import (
     AssertViewUUID,
     AssignViewUUID,
-    RemoveViewProperties,
-    SetViewLocation,
-    UpgradeViewFormatVersion,
+    RemoveProperties,
+    SetLocation,
+    UpgradeFormatVersion,
     ViewUpdate,
     view_update_from_json,
 )
@@ -75,15 +75,15 @@ def test_rollback_and_property_removal_round_trip() -> None:
     assert _wire(rollback) == list(rollback)
     with_props, _ = update_view_properties(BASE, {"a": "1", "b": "2"})
     _, removal = update_view_properties(with_props, removals={"a"})
-    assert _wire(removal) == list(removal) == [RemoveViewProperties(("a",))]
+    assert _wire(removal) == list(removal) == [RemoveProperties(("a",))]
 
 
 @pytest.mark.parametrize(
     "update",
     [
         AssignViewUUID("c4a7a4fe-0000-4000-8000-000000000001"),
-        UpgradeViewFormatVersion(1),
-        SetViewLocation("s3://b/v"),
+        UpgradeFormatVersion(1),
+        SetLocation("s3://b/v"),
     ],
 )
 def test_simple_updates_round_trip(update: ViewUpdate) -> None:
