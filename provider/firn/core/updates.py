@@ -27,6 +27,7 @@ from firn.spec.metadata_json import (
     statistics_to_dict,
 )
 from firn.spec.metadata_updates import (
+    LAST_ADDED,
     SHARED_UPDATE_READERS,
     JsonFields,
     RemoveProperties,
@@ -55,9 +56,6 @@ if TYPE_CHECKING:
     from firn.spec.snapshots import Snapshot, StatisticsFile
     from firn.spec.sorting import SortOrder
     from firn.spec.table_metadata import TableMetadata
-
-# "-1" in SetCurrentSchema / SetDefaultSpec / SetDefaultSortOrder means "the one added last".
-LAST_ADDED = -1
 
 
 # -- updates (shared with views: firn.spec.metadata_updates) ------------------------------------

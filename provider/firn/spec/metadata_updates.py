@@ -24,6 +24,10 @@ from typing import Any, ClassVar, TypeVar
 from firn.errors import ValidationError
 from firn.util.json_reader import JsonObjectReader
 
+# A schema, spec, sort order or view version id of -1 means "the one added last in this change"
+# (REST spec).
+LAST_ADDED = -1
+
 
 def _plain(value: object) -> object:
     """A field value as JSON: tuples as lists, mappings as string maps, UUIDs as text."""
@@ -135,6 +139,7 @@ def parse_uuid(value: str, what: str) -> uuid.UUID:
 
 
 __all__ = [
+    "LAST_ADDED",
     "SHARED_UPDATE_READERS",
     "JsonFields",
     "MetadataUpdate",

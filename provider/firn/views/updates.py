@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from firn.errors import CommitConflict, ValidationError
 from firn.spec.metadata_updates import (
+    LAST_ADDED,
     SHARED_UPDATE_READERS,
     RemoveProperties,
     SetLocation,
@@ -33,8 +34,6 @@ from firn.util.json_reader import JsonObjectReader
 if TYPE_CHECKING:
     from firn.spec.schema import Schema
     from firn.spec.view_metadata import ViewMetadata, ViewVersion
-
-LAST_ADDED = -1
 
 
 @dataclass(frozen=True, slots=True)
