@@ -27,6 +27,7 @@ from firn.spark.package import pack_venv, package
 from firn.spark.runner import SparkRunner
 from firn.spark.source import SOURCE_NAME, FirnDataSource, SessionSettings
 from firn.spark.views import register_view
+from firn.spark.workers import WorkerPython, WorkersCannotImportFirn, check_workers
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,7 +36,9 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
 
 
-def register(spark: SparkSession, *, filter_pushdown: bool = False) -> type[FirnDataSource]:
+def register(
+    spark: SparkSession, *, filter_pushdown: bool = False, check_python: bool = True
+) -> type[FirnDataSource]:
     """Register the ``firn`` data source with ``spark``; returns the registered class.
 
     Python data source workers cannot read the session conf, so this captures what the source
@@ -46,9 +49,18 @@ def register(spark: SparkSession, *, filter_pushdown: bool = False) -> type[Firn
     (and enables ``spark.sql.python.filterPushdown.enabled``, which PySpark requires for that);
     it is off by default because of a PySpark 4.2 caching issue that can return a previous
     query's filtered rows for a reused DataFrame (see ``firn.spark.source``). The ``filter``
-    read option prunes planning without that risk."""
+    read option prunes planning without that risk.
+
+    Before anything is registered, one one-row task checks that Spark's Python workers can
+    import Firn (once per Spark application; ``firn.spark.workers``): when they run another
+    interpreter (``PYSPARK_PYTHON`` unset, so PySpark takes ``python3`` from the PATH), this
+    raises :class:`~firn.spark.workers.WorkersCannotImportFirn` naming that interpreter and
+    the fix, instead of every read failing later inside a task. ``check_python=False`` skips
+    the check."""
     from firn.spark.config import driver_conf
 
+    if check_python:
+        check_workers(spark)
     if filter_pushdown:
         spark.conf.set(PUSHDOWN_CONF, "true")
     settings = SessionSettings(
@@ -73,7 +85,10 @@ __all__ = [
     "RowDeleteResult",
     "SparkReadPlan",
     "SparkRunner",
+    "WorkerPython",
+    "WorkersCannotImportFirn",
     "catalog_config",
+    "check_workers",
     "delete",
     "job",
     "merge_on_read_delete",

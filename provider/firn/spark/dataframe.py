@@ -56,6 +56,7 @@ from firn.spark.native_parquet import (
 )
 from firn.spark.source import FirnDataSource, FirnReader, SessionSettings, without_metrics
 from firn.spark.typemap import spark_field
+from firn.spark.workers import check_workers
 from firn.spec.content import FileFormat
 from firn.spec.schema import Schema
 from firn.spec.types import NestedField, StructType
@@ -495,6 +496,7 @@ class PlannedFirnReader(FirnReader):
 
 
 def _firn_frame(spark: SparkSession, pin: _Pin, tasks: Sequence[FileScanTask]) -> DataFrame:
+    check_workers(spark)  # these tasks import firn on the workers: fail clearly if they cannot
     attrs: dict[str, Any] = {
         "settings": SessionSettings(parallelism=spark.sparkContext.defaultParallelism),
         "pinned": (pin.table, pin.metadata_location, dict(pin.io_properties)),

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from firn.maintenance.runner import UnitFunction, UnitResult, WorkUnit
+from firn.spark.workers import check_workers
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -37,6 +38,7 @@ class SparkRunner:
     def map(self, fn: UnitFunction, units: Sequence[WorkUnit]) -> list[UnitResult]:
         if not units:
             return []
+        check_workers(self.spark)  # units import firn on the workers: fail clearly if they cannot
         sc = self.spark.sparkContext
         payload = [json.dumps(u) for u in units]
         if self.job_description:
