@@ -28,22 +28,13 @@ from firn.catalog.base import (
     table_identifier,
     to_identifier,
 )
-from firn.catalog.confinement import (
-    LocationRules,
-    Place,
-    check_own_files,
-    committed_files,
-    config_location,
-    own_places,
-    table_places,
-    table_places_changed,
-)
+from firn.catalog.confinement import LocationRules, Place, check_commit, check_table, config_location
 from firn.catalog.identifiers import MAX_NAME_BYTES
 from firn.catalog.lease import LeaseInfo, MaintenanceLease, acquire_lease, current_holder
 from firn.core.create import new_table_metadata
 from firn.core.handle import CommittedMetadata, TableCommit
 from firn.core.metadata_builder import with_metadata_log
-from firn.core.metadata_io import metadata_dir, new_metadata_location, read_metadata, write_metadata
+from firn.core.metadata_io import new_metadata_location, read_metadata, write_metadata
 from firn.errors import (
     AlreadyExists,
     CommitStateUnknown,
@@ -532,20 +523,12 @@ class BaseCatalog(ABC):
     def check_table_places(
         self, identifier: IdentifierLike, metadata: TableMetadata, *, metadata_location: str | None = None
     ) -> list[Place]:
-        """Refuse (``ValidationError``) a table ``identifier`` with ``metadata`` whose places
-        break the rules of :mod:`firn.catalog.confinement`: outside the warehouse and
-        ``allowed-locations``, at the warehouse itself, overlapping another table's or view's
-        location, or with a misleading ``metadata`` directory; and a ``metadata_location``
-        outside the table's own places. Returns the checked places."""
+        """Refuse (``ValidationError``) a table whose places break the rules of
+        :mod:`firn.catalog.confinement`, or a ``metadata_location`` outside its own places."""
         ns, _, name = self._table(identifier)
-        ident = (*ns, name)
-        subject = f"table {self._fmt(ident)!r}"
-        places = self._rules.check_places(
-            subject, ident, table_places(metadata), self.entry_locations(), metadata_dir(metadata)
+        return check_table(
+            self._rules, (*ns, name), metadata, self.entry_locations(), metadata_location=metadata_location
         )
-        if metadata_location is not None:
-            check_own_files(subject, places, [("metadata file", metadata_location)])
-        return places
 
     def entry_locations(self) -> list[CatalogEntryLocation]:
         """The location of every table and view of this catalog (DESIGN "Maintenance": the
@@ -613,22 +596,9 @@ class BaseCatalog(ABC):
         return CommittedMetadata(metadata, location)
 
     def _check_commit(self, identifier: IdentifierLike, commit: TableCommit) -> None:
-        """The rules of :mod:`firn.catalog.confinement` for one commit, before anything is
-        written: places it moves (``set-location``, ``write.data.path``,
-        ``write.metadata.path``) are checked like a new table's; the files it starts to
-        reference (statistics, partition statistics, new snapshots' manifest lists) must lie
-        inside the table's own places. A commit that does neither costs a look at its
-        updates, not at the history."""
-        files = committed_files(commit)
-        moved = table_places_changed(commit.base, commit.metadata)
-        if not files and not moved:
-            return
-        if moved:
-            places = self.check_table_places(identifier, commit.metadata)
-        else:
-            places = own_places(table_places(commit.metadata))
+        """:func:`firn.catalog.confinement.check_commit`, before anything is written."""
         ns, _, name = self._table(identifier)
-        check_own_files(f"table {self._fmt(ns, name)!r}", places, files)
+        check_commit(self._rules, (*ns, name), commit, self.entry_locations)
 
     def swap_metadata_location(
         self,

@@ -30,14 +30,14 @@ Apache Polaris holds tables to rules 1-3 by default (``ALLOW_TABLE_LOCATION_OVER
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
+from firn.core.metadata_io import metadata_dir
 from firn.core.updates import AddSnapshot
 from firn.errors import ValidationError
-from firn.spec.locations import METADATA_DIR, LocationKey, location_key, normalize_location
+from firn.spec.locations import METADATA_DIR, LocationKey, has_scheme, location_key, normalize_location
 from firn.spec.properties import WRITE_DATA_PATH, WRITE_METADATA_PATH
 from firn.spec.view_properties import WRITE_METADATA_PATH as VIEW_WRITE_METADATA_PATH
 
@@ -73,7 +73,7 @@ def config_location(value: str, *, what: str) -> str:
     normalised; a plain relative path is made absolute against the working directory, as the
     operator who wrote it meant (a *caller's* relative location is refused instead)."""
     value = value.strip()
-    if value and len(urlsplit(value).scheme) <= 1 and not value.startswith("/"):
+    if value and not has_scheme(value) and not value.startswith("/"):
         value = os.path.abspath(value)
     return normalize_location(value, what=what)
 
@@ -267,6 +267,44 @@ def committed_files(commit: TableCommit) -> list[tuple[str, str]]:
     return files
 
 
+def check_table(
+    rules: LocationRules,
+    ident: Identifier,
+    metadata: TableMetadata,
+    entries: Sequence[CatalogEntryLocation],
+    *,
+    metadata_location: str | None = None,
+) -> list[Place]:
+    """Rules 1-4 for table ``ident`` with ``metadata`` against the catalog's ``entries``, and
+    rule 5 for its ``metadata_location`` when given; returns the checked places."""
+    subject = f"table {'.'.join(ident)!r}"
+    places = rules.check_places(subject, ident, table_places(metadata), entries, metadata_dir(metadata))
+    if metadata_location is not None:
+        check_own_files(subject, places, [("metadata file", metadata_location)])
+    return places
+
+
+def check_commit(
+    rules: LocationRules,
+    ident: Identifier,
+    commit: TableCommit,
+    entries: Callable[[], Sequence[CatalogEntryLocation]],
+) -> None:
+    """The rules for one commit of table ``ident``: places it moves (``set-location``,
+    ``write.data.path``, ``write.metadata.path``) are checked like a new table's; the files
+    it starts to reference must lie inside the table's own places (rule 5). A commit that does
+    neither costs a look at its updates, not at the history, and does not list ``entries``."""
+    files = committed_files(commit)
+    moved = table_places_changed(commit.base, commit.metadata)
+    if not files and not moved:
+        return
+    if moved:
+        places = check_table(rules, ident, commit.metadata, entries())
+    else:
+        places = own_places(table_places(commit.metadata))
+    check_own_files(f"table {'.'.join(ident)!r}", places, files)
+
+
 def own_places(places: Iterable[tuple[str, str]]) -> list[Place]:
     """The table's places as they are, unchecked: a commit that moves none of them is held
     to rule 5 only, so a table registered before these rules keeps working."""
@@ -291,8 +329,10 @@ __all__ = [
     "LocationRules",
     "Place",
     "check_apart",
+    "check_commit",
     "check_findable",
     "check_own_files",
+    "check_table",
     "committed_files",
     "own_places",
     "config_location",
