@@ -300,9 +300,12 @@ class BaseCatalog(ABC):
 
     def _check_properties(self, props: Mapping[str, str]) -> None:
         """Reject unusable properties (backends with size limits extend this)."""
-        for key in props:
+        for key, value in props.items():
             if not key:
                 raise ValidationError("namespace property keys must be non-empty")
+            if any("\ud800" <= c <= "\udfff" for c in key + value):
+                # JSON's "\ud800" decodes to one; no UTF-8 database or answer can hold it.
+                raise ValidationError(f"namespace property {key!r} holds a lone surrogate")
 
     def _check_namespace_location(self, ns: Identifier, props: Mapping[str, str]) -> None:
         """A namespace's ``location`` (its tables' default parent) is confined like a table's

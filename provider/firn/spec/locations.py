@@ -29,6 +29,8 @@ METADATA_DIR = "metadata"
 # Schemes that name the same store (Hadoop's s3a/s3n connectors and pyarrow's s3; Iceberg
 # Java's remove_orphan_files equal-schemes default says the same).
 _EQUAL_SCHEMES = {"s3a": "s3", "s3n": "s3", "": "file"}
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # RFC 3986 scheme syntax.
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 # Authorities that mean "this machine" for file URIs.
@@ -106,10 +108,11 @@ def has_scheme(location: str) -> bool:
 def _check_text(location: str, what: str) -> None:
     if not location.strip():
         raise ValidationError(f"{what} is empty")
-    bad = next((c for c in location if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    # One regex scan each (commits check every file they reference: keep it cheap).
+    bad = _CONTROL.search(location)
     if bad is not None:
-        raise ValidationError(f"{what} {location!r} contains the control character {bad!r}")
-    if any(0xD800 <= ord(c) <= 0xDFFF for c in location):
+        raise ValidationError(f"{what} {location!r} contains the control character {bad.group()!r}")
+    if _SURROGATE.search(location) is not None:
         raise ValidationError(f"{what} {location!r} contains a lone surrogate")
 
 

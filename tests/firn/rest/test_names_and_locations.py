@@ -134,6 +134,16 @@ def test_names_in_the_path_are_4xx_and_never_500(server: RestServer) -> None:
         assert 400 <= response.status_code < 500, (segment, response.text)
 
 
+def test_a_lone_surrogate_in_a_namespace_property_is_a_400(server: RestServer, catalog: SqlCatalog) -> None:
+    """Finding 8's surrogate, one step further: no database can store it, so it is refused."""
+    for key, value in (("k\ud800", "v"), ("k", "\udfff")):
+        message = _error(_post(server, "/v1/namespaces", {"namespace": ["n"], "properties": {key: value}}))
+        assert "lone surrogate" in message
+        body = {"removals": [], "updates": {key: value}}
+        assert "lone surrogate" in _error(_post(server, "/v1/namespaces/db/properties", body))
+    assert catalog.list_namespaces() == [("db",)]
+
+
 def test_the_rest_client_refuses_the_same_names_before_sending(server: RestServer) -> None:
     client = server.client()
     try:
