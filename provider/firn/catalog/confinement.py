@@ -180,10 +180,11 @@ class LocationRules:
             warehouse = location_key(self.warehouse)
             for place in checked:
                 if place.key.contains(warehouse):
+                    relation = "is" if place.key == warehouse else "contains"
                     raise ValidationError(
-                        f"{place.what} {shown(place.location)} of {subject} is the warehouse of catalog "
-                        f"{self.catalog!r} itself, which holds every namespace: give the table or "
-                        "view a directory of its own"
+                        f"{place.what} {shown(place.location)} of {subject} {relation} the warehouse "
+                        f"of catalog {self.catalog!r} itself, which holds every namespace: give the "
+                        "table or view a directory of its own"
                     )
         check_findable(subject, checked[0], metadata_directory)
         check_apart(subject, ident, checked, entries)

@@ -108,6 +108,17 @@ def test_allowed_locations_widen_the_places(tmp_path: Path, monkeypatch: pytest.
         c.close()
 
 
+def test_no_table_contains_the_warehouse_even_inside_an_allowed_prefix(tmp_path: Path) -> None:
+    c = _catalog(tmp_path, **{"allowed-locations": str(tmp_path)})
+    try:
+        c.create_namespace("db")
+        with pytest.raises(ValidationError, match="contains the warehouse of catalog 'c' itself"):
+            c.create_table("db.t", SCHEMA, location=str(tmp_path))
+        assert c.create_table("db.t", SCHEMA, location=f"{tmp_path}/beside").location == f"{tmp_path}/beside"
+    finally:
+        c.close()
+
+
 def test_an_invalid_allowed_locations_entry_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match=r"'allowed-locations' entry .* '\.\.' segment"):
         _catalog(tmp_path, **{"allowed-locations": "s3://bucket/a/../b"})
