@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from firn.catalog.identifiers import name_problem, shown_name
 from firn.errors import ValidationError
 from firn.io.base import FileIO
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from firn.catalog.lease import LeaseInfo, MaintenanceLease
     from firn.core.create import PartitionSpecLike, SchemaLike, SortOrderLike
     from firn.core.handle import CommittedMetadata, TableCommit
+    from firn.spec.table_metadata import TableMetadata
     from firn.table.table import Table
 
 Identifier = tuple[str, ...]
@@ -28,10 +30,21 @@ IdentifierLike = str | tuple[str, ...] | list[str]
 
 
 def to_identifier(value: IdentifierLike) -> Identifier:
-    """``"a.b.t"`` -> ``("a", "b", "t")``; tuples pass through. Empty parts are rejected."""
+    """``"a.b.t"`` -> ``("a", "b", "t")``; tuples pass through.
+
+    Every part must be a valid name (:mod:`firn.catalog.identifiers`: not empty, ``.``,
+    ``..``, a path, control characters, lone surrogates or over-long): every catalog and
+    the REST server read identifiers through here, so one rule holds everywhere.
+    """
     parts = tuple(value.split(".")) if isinstance(value, str) else tuple(value)
-    if not parts or any(not p for p in parts):
-        raise ValidationError(f"invalid identifier {value!r}")
+    if not parts:
+        raise ValidationError(f"invalid identifier {value!r}: it is empty")
+    for part in parts:
+        problem = name_problem(part)
+        if problem is not None:
+            shown = shown_name(part) if isinstance(part, str) else repr(part)
+            whole = shown_name(value) if isinstance(value, str) else repr(value)[:200]
+            raise ValidationError(f"invalid identifier {whole}: the name {shown} {problem}")
     return parts
 
 
@@ -129,8 +142,23 @@ class Catalog(Protocol):
         ...
 
 
+@runtime_checkable
+class ConfinesLocations(Protocol):
+    """A catalog that decides where its tables may live (Firn's SQL and in-memory catalogs,
+    :mod:`firn.catalog.confinement`). Code that writes a new table's first metadata file
+    itself (the REST server's create transaction) asks it first, so nothing is written to a
+    place the catalog would refuse."""
+
+    def check_table_places(
+        self, identifier: IdentifierLike, metadata: TableMetadata, *, metadata_location: str | None = None
+    ) -> object:
+        """``ValidationError`` if a table ``identifier`` with ``metadata`` may not live there."""
+        ...
+
+
 __all__ = [
     "Catalog",
+    "ConfinesLocations",
     "Identifier",
     "IdentifierLike",
     "PropertiesUpdateSummary",

@@ -16,7 +16,6 @@ first, then the catalog swaps the table's pointer with an atomic check-and-put.
 from __future__ import annotations
 
 import logging
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +28,8 @@ from firn.catalog.base import (
     table_identifier,
     to_identifier,
 )
+from firn.catalog.confinement import LocationRules, Place, check_commit, check_table, config_location
+from firn.catalog.identifiers import MAX_NAME_BYTES
 from firn.catalog.lease import LeaseInfo, MaintenanceLease, acquire_lease, current_holder
 from firn.core.create import new_table_metadata
 from firn.core.handle import CommittedMetadata, TableCommit
@@ -48,7 +49,7 @@ from firn.errors import (
 )
 from firn.io.base import FileIO
 from firn.io.pyarrow_io import load_file_io
-from firn.spec.locations import METADATA_DIR
+from firn.spec.locations import METADATA_DIR, normalize_location
 from firn.table.table import Table
 from firn.util.lru import LRUCache
 
@@ -107,16 +108,6 @@ def _make_table(
     return Table(ident, metadata, metadata_location, catalog.io, catalog)
 
 
-def normalize_location(location: str) -> str:
-    """Strip trailing slashes; make a plain relative path absolute (URIs are kept as given)."""
-    location = location.strip()
-    if not location:
-        raise ValidationError("empty location")
-    if "://" not in location and not location.startswith("file:") and not location.startswith("memory:"):
-        location = os.path.abspath(location)
-    return location.rstrip("/") or "/"
-
-
 class BaseCatalog(ABC):
     """Shared catalog logic; subclasses implement the ``_ns_*`` and ``_tbl_*`` primitives.
 
@@ -136,9 +127,13 @@ class BaseCatalog(ABC):
         self._name = name
         self._properties = {str(k): str(v) for k, v in (properties or {}).items()}
         warehouse = warehouse or self._properties.get(WAREHOUSE)
-        self._warehouse = normalize_location(warehouse) if warehouse else None
+        # The operator's own configuration: a relative warehouse means the working directory's.
+        self._warehouse = (
+            config_location(warehouse, what=f"warehouse of catalog {name!r}") if warehouse else None
+        )
         if self._warehouse:
             self._properties[WAREHOUSE] = self._warehouse
+        self._rules = LocationRules.from_config(name, self._warehouse, self._properties)
         self._io = io if io is not None else load_file_io(self._properties, self._warehouse)
         size = self._properties.get(METADATA_CACHE_SIZE)
         # Metadata files are immutable: parsed metadata by location (0 or less: no cache).
@@ -164,6 +159,11 @@ class BaseCatalog(ABC):
     def properties(self) -> Mapping[str, str]:
         return dict(self._properties)
 
+    @property
+    def location_rules(self) -> LocationRules:
+        """Where this catalog's tables and views may live (:mod:`firn.catalog.confinement`)."""
+        return self._rules
+
     def close(self) -> None:
         """Release what the catalog holds (backends add their connections)."""
         self._cache.clear()
@@ -180,12 +180,21 @@ class BaseCatalog(ABC):
     # -- identifiers ---------------------------------------------------------------------------
     @staticmethod
     def _namespace(value: IdentifierLike) -> Identifier:
+        """A namespace by the one identifier rule (``to_identifier``), plus this catalog's
+        storage rule: levels are stored dot-joined, and the joined name is one directory of
+        a default table location, so a level holds no ``.`` and the whole fits a path segment."""
         ns = to_identifier(value) if value else ()
         for level in ns:
             if "." in level:
                 raise ValidationError(
                     f"namespace level {level!r} may not contain '.' (levels are dot-joined)"
                 )
+        joined = namespace_to_string(ns)
+        if len(joined.encode("utf-8")) > MAX_NAME_BYTES:
+            raise ValidationError(
+                f"namespace {joined[:80]!r}... is longer than {MAX_NAME_BYTES} bytes once its levels "
+                "are dot-joined (it is stored so, and names one directory of its tables' locations)"
+            )
         return ns
 
     def _table(self, value: IdentifierLike) -> tuple[Identifier, str, str]:
@@ -210,6 +219,7 @@ class BaseCatalog(ABC):
         if NAMESPACE_EXISTS_PROPERTY in props:
             raise ValidationError(f"namespace property {NAMESPACE_EXISTS_PROPERTY!r} is reserved")
         self._check_properties(props)
+        self._check_namespace_location(ns, props)
         if self._ns_exists(namespace_to_string(ns)):
             raise AlreadyExists(f"namespace {self._fmt(ns)!r} already exists in catalog {self._name!r}")
         props[NAMESPACE_EXISTS_PROPERTY] = "true"
@@ -277,6 +287,7 @@ class BaseCatalog(ABC):
         if NAMESPACE_EXISTS_PROPERTY in new:
             raise ValidationError(f"namespace property {NAMESPACE_EXISTS_PROPERTY!r} is reserved")
         self._check_properties(new)
+        self._check_namespace_location(ns, new)
         if not ns or not self._ns_exists(ns_str):
             raise NoSuchNamespace(f"namespace {ns_str!r} does not exist in catalog {self._name!r}")
         current = self._ns_load(ns_str)
@@ -289,9 +300,19 @@ class BaseCatalog(ABC):
 
     def _check_properties(self, props: Mapping[str, str]) -> None:
         """Reject unusable properties (backends with size limits extend this)."""
-        for key in props:
+        for key, value in props.items():
             if not key:
                 raise ValidationError("namespace property keys must be non-empty")
+            if any("\ud800" <= c <= "\udfff" for c in key + value):
+                # JSON's "\ud800" decodes to one; no UTF-8 database or answer can hold it.
+                raise ValidationError(f"namespace property {key!r} holds a lone surrogate")
+
+    def _check_namespace_location(self, ns: Identifier, props: Mapping[str, str]) -> None:
+        """A namespace's ``location`` (its tables' default parent) is confined like a table's
+        (:mod:`firn.catalog.confinement` rules 1-2); it may be the warehouse itself."""
+        value = props.get(NAMESPACE_LOCATION)
+        if value is not None:
+            self._rules.place(f"namespace {self._fmt(ns)!r}", "location", value)
 
     # -- tables --------------------------------------------------------------------------------
     def default_table_location(self, identifier: IdentifierLike) -> str:
@@ -308,7 +329,8 @@ class BaseCatalog(ABC):
         ns, ns_str, name = self._table(identifier)
         ns_location = self._ns_load(ns_str).get(NAMESPACE_LOCATION)
         if ns_location:
-            return f"{normalize_location(ns_location)}/{name}"
+            clean = normalize_location(ns_location, what=f"location of namespace {ns_str!r}")
+            return f"{clean.rstrip('/')}/{name}"
         if not self._warehouse:
             raise ValidationError(
                 f"cannot place table {self._fmt(ns, name)!r}: catalog {self._name!r} has no warehouse "
@@ -329,7 +351,9 @@ class BaseCatalog(ABC):
     ) -> Table:
         """Create a table: write its first metadata file, then insert the catalog row.
 
-        A name or location the catalog cannot store is refused before anything is written.
+        A name or location the catalog cannot store is refused before anything is written,
+        and so is a location that breaks the rules of :mod:`firn.catalog.confinement` (outside
+        the warehouse and ``allowed-locations``, or overlapping another table or view).
         If the insert fails (another creator won the race, the database refused the row or
         went away), the metadata file just written is deleted, unless the catalog row turns
         out to point at it after all (the insert landed and only its reply was lost: the
@@ -344,7 +368,11 @@ class BaseCatalog(ABC):
             )
         if self._tbl_get(ns_str, name) is not None:
             raise AlreadyExists(f"table {self._fmt(ident)!r} already exists in catalog {self._name!r}")
-        table_location = normalize_location(location) if location else self.default_table_location(ident)
+        table_location = (
+            normalize_location(location, what=f"location of table {self._fmt(ident)!r}")
+            if location
+            else self.default_table_location(ident)
+        )
         metadata = new_table_metadata(
             schema,
             location=table_location,
@@ -353,6 +381,7 @@ class BaseCatalog(ABC):
             properties=properties,
             format_version=format_version,
         )
+        self.check_table_places(ident, metadata)
         metadata_location = new_metadata_location(metadata, None)
         self._check_table_row(ns_str, name, metadata_location)
         write_metadata(self._io, metadata, metadata_location)
@@ -449,7 +478,12 @@ class BaseCatalog(ABC):
         logger.info("purged %d files of dropped table %s", deleted, self._fmt(ident))
 
     def rename_table(self, from_identifier: IdentifierLike, to_identifier: IdentifierLike) -> Table:
-        """Rename (or move to another existing namespace); the table's files stay where they are."""
+        """Rename (or move to another existing namespace); the table's files stay where they are.
+
+        The new name is held to the identifier rule. No location changes, so no location rule
+        can newly break: the table keeps the places it was checked for. (A table later
+        created under the old name would get the old default location, which this table
+        still occupies: that create is refused by the overlap rule.)"""
         src_ns, src_str, src_name = self._table(from_identifier)
         dst_ns, dst_str, dst_name = self._table(to_identifier)
         if not self._ns_exists(dst_str):
@@ -463,20 +497,42 @@ class BaseCatalog(ABC):
         return self.load_table((*dst_ns, dst_name))
 
     def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table:
-        """Add an existing table by its metadata file, which is read and validated first."""
+        """Add an existing table by its metadata file, which is read and validated first.
+
+        The metadata file must lie inside the catalog's places before it is read, and the
+        table it describes is held to the rules of :mod:`firn.catalog.confinement` like a new
+        table: its places inside the warehouse or ``allowed-locations``, apart from every
+        other table and view (so another table's metadata cannot be registered a second
+        time under a new name, where dropping or expiring the copy would delete the files
+        of the original), and the metadata file inside the table's own places."""
         ns, ns_str, name = self._table(identifier)
         ident = (*ns, name)
+        subject = f"table {self._fmt(ident)!r}"
+        clean = normalize_location(metadata_location, what=f"metadata location of {subject}")
+        self._rules.place(subject, "metadata file", clean)
         if not self._ns_exists(ns_str):
             raise NoSuchNamespace(
                 f"cannot register {self._fmt(ident)!r}: namespace {ns_str!r} does not exist"
             )
         if self._tbl_get(ns_str, name) is not None:
             raise AlreadyExists(f"table {self._fmt(ident)!r} already exists in catalog {self._name!r}")
-        metadata = self._read_metadata(metadata_location)
+        metadata = self._read_metadata(clean)
+        self.check_table_places(ident, metadata, metadata_location=clean)
+        metadata_location = clean
         self._tbl_insert(ns_str, name, metadata_location)
         return _make_table(self, ident, metadata, metadata_location)
 
     # -- where every entry lives ---------------------------------------------------------------
+    def check_table_places(
+        self, identifier: IdentifierLike, metadata: TableMetadata, *, metadata_location: str | None = None
+    ) -> list[Place]:
+        """Refuse (``ValidationError``) a table whose places break the rules of
+        :mod:`firn.catalog.confinement`, or a ``metadata_location`` outside its own places."""
+        ns, _, name = self._table(identifier)
+        return check_table(
+            self._rules, (*ns, name), metadata, self.entry_locations(), metadata_location=metadata_location
+        )
+
     def entry_locations(self) -> list[CatalogEntryLocation]:
         """The location of every table and view of this catalog (DESIGN "Maintenance": the
         safety rules compare a table's places with every other entry's).
@@ -524,6 +580,7 @@ class BaseCatalog(ABC):
         Tables"). On a conflict or failure the new file is deleted; when the outcome is unknown
         it is kept, as the table may now point at it. After a successful swap, metadata files
         that fell off the metadata log go when ``write.metadata.delete-after-commit.enabled``."""
+        self._check_commit(identifier, commit)
         metadata = with_metadata_log(commit.metadata, commit.base_location, commit.base)
         location = new_metadata_location(metadata, commit.base_location)
         try:
@@ -540,6 +597,11 @@ class BaseCatalog(ABC):
                 [e.metadata_file for e in commit.base.metadata_log if e.metadata_file not in kept]
             )
         return CommittedMetadata(metadata, location)
+
+    def _check_commit(self, identifier: IdentifierLike, commit: TableCommit) -> None:
+        """:func:`firn.catalog.confinement.check_commit`, before anything is written."""
+        ns, _, name = self._table(identifier)
+        check_commit(self._rules, (*ns, name), commit, self.entry_locations)
 
     def swap_metadata_location(
         self,
@@ -704,5 +766,4 @@ __all__ = [
     "location_of_metadata_file",
     "namespace_from_string",
     "namespace_to_string",
-    "normalize_location",
 ]

@@ -30,7 +30,9 @@ def load_catalog(
       PyIceberg; ``warehouse`` is passed to the server, which may treat it as a name.
 
     ``warehouse`` is where new tables go (``<warehouse>/<namespace>/<table>``); a local
-    relative path is made absolute. Other ``properties`` configure the FileIO (``s3.*``,
+    relative path is made absolute; tables and views may live only inside it or inside a
+    prefix listed in ``allowed-locations`` (comma-separated; :mod:`firn.catalog.confinement`).
+    Other ``properties`` configure the FileIO (``s3.*``,
     ``gcs.*``) and the backend (``sqlite.busy-timeout-ms``, ``sqlite.journal-mode``, ...).
     """
     if not uri:

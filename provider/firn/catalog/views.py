@@ -23,7 +23,8 @@ from abc import abstractmethod
 from collections.abc import Callable, Mapping
 
 from firn.catalog.base import Identifier, IdentifierLike
-from firn.catalog.base_catalog import BaseCatalog, namespace_to_string, normalize_location
+from firn.catalog.base_catalog import BaseCatalog, namespace_to_string
+from firn.catalog.confinement import check_own_files, view_places, view_places_changed
 from firn.core.create import SchemaLike, to_firn_schema
 from firn.errors import (
     AlreadyExists,
@@ -38,6 +39,7 @@ from firn.errors import (
     ValidationConflict,
     ValidationError,
 )
+from firn.spec.locations import normalize_location
 from firn.spec.view_metadata import ViewMetadata
 from firn.views.builder import (
     DEFAULT_DIALECT,
@@ -91,6 +93,28 @@ class ViewCatalogMixin(BaseCatalog):
     def _make_view(self, ident: Identifier, metadata: ViewMetadata, location: str) -> View:
         return View(ident, metadata, location, self._io, self)
 
+    # -- where a view may live (firn.catalog.confinement) ---------------------------------------
+    def check_view_places(
+        self, identifier: IdentifierLike, metadata: ViewMetadata, *, metadata_location: str | None = None
+    ) -> None:
+        """Refuse (``ValidationError``) a view whose location or ``write.metadata.path`` breaks
+        the rules of :mod:`firn.catalog.confinement` (the same as a table's), or whose
+        ``metadata_location`` lies outside its own places."""
+        ns, _, name = self._view_parts(identifier)
+        ident = (*ns, name)
+        subject = f"view {self._fmt(ident)!r}"
+        places = self._rules.check_places(
+            subject, ident, view_places(metadata), self.entry_locations(), view_metadata_dir(metadata)
+        )
+        if metadata_location is not None:
+            check_own_files(subject, places, [("metadata file", metadata_location)])
+
+    def check_view_change(self, identifier: IdentifierLike, base: ViewMetadata, new: ViewMetadata) -> None:
+        """Before a change of the view is written: a change that moves its location or
+        ``write.metadata.path`` is checked like a new view's; any other costs nothing."""
+        if view_places_changed(base, new):
+            self.check_view_places(identifier, new)
+
     # -- create, load, exists, list ------------------------------------------------------------
     def create_view(
         self,
@@ -123,7 +147,11 @@ class ViewCatalogMixin(BaseCatalog):
         self._check_view_row(ns_str, name)
         self._check_name_free(ns, ns_str, name, "create view")
         representations = sql_representations(sql, dialect)
-        view_location = normalize_location(location) if location else self.default_table_location(ident)
+        view_location = (
+            normalize_location(location, what=f"location of view {self._fmt(ident)!r}")
+            if location
+            else self.default_table_location(ident)
+        )
         metadata = new_view_metadata(
             to_firn_schema(schema),
             representations,
@@ -133,6 +161,7 @@ class ViewCatalogMixin(BaseCatalog):
             properties=properties,
             summary=summary,
         )
+        self.check_view_places(ident, metadata)
         metadata_location = new_view_metadata_location(metadata, None)
         write_view_metadata(self._io, metadata, metadata_location)
         try:
@@ -168,9 +197,15 @@ class ViewCatalogMixin(BaseCatalog):
         return self._require_view_location(ns, ns_str, name)
 
     def register_view(self, identifier: IdentifierLike, metadata_location: str) -> View:
-        """Add an existing view by its metadata file, which is read and validated first."""
+        """Add an existing view by its metadata file, which is read and validated first.
+
+        As for tables: the file must lie inside the catalog's places before it is read, and
+        the view it describes is held to the rules of :mod:`firn.catalog.confinement`."""
         ns, ns_str, name = self._view_parts(identifier)
         ident = (*ns, name)
+        subject = f"view {self._fmt(ident)!r}"
+        metadata_location = normalize_location(metadata_location, what=f"metadata location of {subject}")
+        self._rules.place(subject, "metadata file", metadata_location)
         if not self._ns_exists(ns_str):
             raise NoSuchNamespace(
                 f"cannot register view {self._fmt(ident)!r}: namespace {ns_str!r} does not exist"
@@ -178,6 +213,7 @@ class ViewCatalogMixin(BaseCatalog):
         self._check_view_row(ns_str, name)
         self._check_name_free(ns, ns_str, name, "register view")
         metadata = read_view_metadata(self._io, metadata_location)
+        self.check_view_places(ident, metadata, metadata_location=metadata_location)
         self._view_insert(ns_str, name, metadata_location)
         return self._make_view(ident, metadata, metadata_location)
 
@@ -283,6 +319,7 @@ class ViewCatalogMixin(BaseCatalog):
             metadata, updates = change(base)
             if not updates:
                 return self._make_view(ident, base, location)
+            self.check_view_change(ident, base, metadata)
             new_location = new_view_metadata_location(metadata, location)
             write_view_metadata(self._io, metadata, new_location)
             try:

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Protocol
 
-from firn.catalog.base import Catalog, Identifier, IdentifierLike
+from firn.catalog.base import Catalog, ConfinesLocations, Identifier, IdentifierLike
 from firn.core.create import SchemaLike
 from firn.core.handle import CommittedMetadata, TableCommit
 from firn.core.metadata_builder import apply_updates, evolve
@@ -31,6 +31,7 @@ from firn.core.metadata_io import new_metadata_location, write_metadata
 from firn.core.updates import AssignUUID, TableRequirement, TableUpdate
 from firn.errors import AlreadyExists, CommitConflict, CommitStateUnknown, ValidationError
 from firn.io.base import FileIO
+from firn.spec.locations import normalize_location
 from firn.spec.partitioning import PARTITION_FIELD_ID_START, UNPARTITIONED
 from firn.spec.sorting import UNSORTED
 from firn.spec.table_metadata import TableMetadata, now_ms
@@ -109,7 +110,8 @@ def create_from_updates(
     default_location: str | None = None,
 ) -> CommittedMetadata:
     """Commit a create transaction: build the first metadata from ``updates``, write it, and
-    register it (``AlreadyExists`` from the catalog becomes a 409 conflict)."""
+    register it (``AlreadyExists`` from the catalog becomes a 409 conflict). The location is
+    normalised, and a catalog that confines locations is asked before the file is written."""
     if catalog.table_exists(ident):
         raise CommitConflict(f"commit requirement failed: table {'.'.join(ident)!r} already exists")
     for requirement in requirements:
@@ -125,8 +127,13 @@ def create_from_updates(
     if not metadata.location:
         if default_location is None:
             raise ValidationError("a create transaction must set the table location (set-location)")
-        metadata = evolve(metadata, location=default_location.rstrip("/"))
+        metadata = evolve(metadata, location=default_location)
+    clean = normalize_location(metadata.location, what=f"location of table {'.'.join(ident)!r}")
+    if clean != metadata.location:
+        metadata = evolve(metadata, location=clean)
     metadata.schema()  # validates the current schema id
+    if isinstance(catalog, ConfinesLocations):
+        catalog.check_table_places(ident, metadata)
     location = new_metadata_location(metadata, None)
     write_metadata(catalog.io, metadata, location)
     try:
@@ -173,6 +180,10 @@ class ServedViews(Protocol):
 
     def commit_view(self, identifier: IdentifierLike, expected_location: str, new_location: str) -> None: ...
 
+    def check_view_change(
+        self, identifier: IdentifierLike, base: ViewMetadata, new: ViewMetadata
+    ) -> None: ...
+
 
 def commit_view(
     store: ServedViews,
@@ -192,6 +203,8 @@ def commit_view(
         metadata, applied = apply_view_updates(base, updates)
         if not applied:
             return base, base_location
+        # Where the view may live is checked before its new metadata file is written there.
+        store.check_view_change(ident, base, metadata)
         location = new_view_metadata_location(metadata, base_location)
         write_view_metadata(io, metadata, location)
         try:

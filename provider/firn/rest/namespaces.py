@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
+from firn.catalog.base import to_identifier
 from firn.catalog.rest import protocol as p
 from firn.errors import NoSuchNamespace
 from firn.rest.errors import RestError
@@ -35,9 +36,9 @@ def namespace_routes(state: ServerState) -> APIRouter:
 
     @router.post(f"/{p.NAMESPACES}", operation_id="createNamespace")
     def create_namespace(request: CreateNamespaceRequest) -> dict[str, Any]:
-        if not request.namespace or any(not level for level in request.namespace):
-            raise RestError(400, p.BAD_REQUEST, f"invalid namespace {request.namespace!r}")
-        ns = tuple(request.namespace)
+        if not request.namespace:
+            raise RestError(400, p.BAD_REQUEST, "invalid namespace []: it is empty")
+        ns = to_identifier(request.namespace)  # the identifier rule, whatever catalog is served
         catalog.create_namespace(ns, request.properties)
         return {"namespace": list(ns), "properties": catalog.load_namespace_properties(ns)}
 

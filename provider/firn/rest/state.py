@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from fastapi import Request
 from fastapi.responses import Response
 
-from firn.catalog.base import Catalog, Identifier
+from firn.catalog.base import Catalog, Identifier, to_identifier
 from firn.catalog.rest import protocol as p
 from firn.errors import FirnError, ValidationError
 from firn.rest.auth import TokenAuthority
@@ -34,6 +34,7 @@ VIEW_METHODS = (
     "rename_view",
     "register_view",
     "commit_view",
+    "check_view_change",
 )
 
 
@@ -82,14 +83,15 @@ def parse(what: str, fn: Callable[..., T], *args: Any) -> T:
 
 
 def namespace_param(value: str) -> Identifier:
-    """The namespace of a path parameter (levels separated by 0x1F)."""
+    """The namespace of a path parameter (levels separated by 0x1F), each level held to the
+    identifier rule (:mod:`firn.catalog.identifiers`) whatever catalog is served."""
     try:
         ns = p.decode_namespace(value)
     except ValidationError as e:
         raise RestError(400, p.BAD_REQUEST, str(e)) from e
     if not ns:
         raise RestError(400, p.BAD_REQUEST, "the namespace must not be empty")
-    return ns
+    return to_identifier(ns)
 
 
 def check_identifier(body_ident: Any, ns: Identifier, name: str) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
 
-from firn.catalog.base import Identifier
+from firn.catalog.base import ConfinesLocations, Identifier
 from firn.catalog.rest import protocol as p
 from firn.core.create import new_table_metadata
 from firn.core.updates import AssertCreate, requirement_from_json, update_from_json
@@ -38,6 +38,7 @@ from firn.rest.state import (
     parse,
     table_result,
 )
+from firn.spec.locations import normalize_location
 from firn.spec.partitioning import PartitionSpec
 from firn.spec.schema import Schema
 from firn.spec.schema_json import partition_spec_from_json, schema_from_json, sort_order_from_json
@@ -123,8 +124,15 @@ def table_routes(state: ServerState) -> APIRouter:
                     400, p.BAD_REQUEST, "a staged create needs a location: the catalog has no default"
                 )
             metadata = new_table_metadata(
-                schema, location=location, partition_spec=spec, sort_order=order, properties=properties
+                schema,
+                location=normalize_location(location, what=f"location of table {'.'.join(ident)!r}"),
+                partition_spec=spec,
+                sort_order=order,
+                properties=properties,
             )
+            if isinstance(catalog, ConfinesLocations):
+                # Refused now rather than at the create transaction's commit.
+                catalog.check_table_places(ident, metadata)
             return table_result(metadata, None, state.config_for(ident, metadata, request))
         table = catalog.create_table(
             ident,

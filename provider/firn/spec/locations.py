@@ -14,9 +14,10 @@ Two concerns live here, both pure string logic (no I/O):
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 from typing import Protocol
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from firn.errors import ValidationError
 from firn.spec.properties import WRITE_DATA_PATH
@@ -28,6 +29,10 @@ METADATA_DIR = "metadata"
 # Schemes that name the same store (Hadoop's s3a/s3n connectors and pyarrow's s3; Iceberg
 # Java's remove_orphan_files equal-schemes default says the same).
 _EQUAL_SCHEMES = {"s3a": "s3", "s3n": "s3", "": "file"}
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# RFC 3986 scheme syntax.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 # Authorities that mean "this machine" for file URIs.
 _LOCAL_AUTHORITIES = {"", "localhost"}
 
@@ -81,20 +86,33 @@ class LocationKey:
 
 
 def _split(location: str) -> tuple[str, str, str]:
-    """(scheme, authority, path); a plain path (or a one-letter "scheme", a drive) has none."""
-    parts = urlsplit(location)
-    if len(parts.scheme) > 1:
-        return parts.scheme.lower(), parts.netloc, parts.path
-    return "", "", location
+    """(scheme, authority, path); a plain path (or a one-letter "scheme", a drive) has none.
+
+    ``?`` and ``#`` are part of the path: object stores and file systems take them as
+    characters of a name, not as a query or fragment (``urlsplit`` would cut ``t#1`` to ``t``,
+    making two tables one place)."""
+    scheme, colon, rest = location.partition(":")
+    if not colon or len(scheme) <= 1 or not _SCHEME.fullmatch(scheme):
+        return "", "", location
+    if rest.startswith("//"):
+        authority, slash, path = rest[2:].partition("/")
+        return scheme.lower(), authority, slash + path
+    return scheme.lower(), "", rest
+
+
+def has_scheme(location: str) -> bool:
+    """True when ``location`` is a URI (``s3://...``, ``file:/...``), not a plain path."""
+    return bool(_split(location)[0])
 
 
 def _check_text(location: str, what: str) -> None:
     if not location.strip():
         raise ValidationError(f"{what} is empty")
-    bad = next((c for c in location if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    # One regex scan each (commits check every file they reference: keep it cheap).
+    bad = _CONTROL.search(location)
     if bad is not None:
-        raise ValidationError(f"{what} {location!r} contains the control character {bad!r}")
-    if any(0xD800 <= ord(c) <= 0xDFFF for c in location):
+        raise ValidationError(f"{what} {location!r} contains the control character {bad.group()!r}")
+    if _SURROGATE.search(location) is not None:
         raise ValidationError(f"{what} {location!r} contains a lone surrogate")
 
 
@@ -163,6 +181,7 @@ __all__ = [
     "DefaultLocationProvider",
     "LocationKey",
     "LocationProvider",
+    "has_scheme",
     "location_contains",
     "location_key",
     "locations_overlap",

@@ -129,9 +129,12 @@ def test_a_view_and_a_table_never_share_a_name(cat: ViewCatalogMixin) -> None:
         cat.rename_table("db.t2", "db.v")
     with pytest.raises(AlreadyExists, match="a table of that name exists"):
         cat.rename_view("db.v", "db.t")
-    t_location = cat.load_metadata_location("db.t")
+    # A table of its own (dropped, its files kept) registered under the view's name.
+    cat.create_table("db.gone", simple_schema())
+    gone_location = cat.load_metadata_location("db.gone")
+    cat.drop_table("db.gone")
     with pytest.raises(AlreadyExists, match=r"'db\.v' already exists"):
-        cat.register_table("db.v", t_location)
+        cat.register_table("db.v", gone_location)
     with pytest.raises(AlreadyExists, match="a table of that name exists"):
         cat.register_view("db.t", cat.load_view_metadata_location("db.v"))
     # Each kind is invisible to the other's lookups.
@@ -228,12 +231,16 @@ def test_drop(cat: ViewCatalogMixin) -> None:
 
     first = cat.create_view("db.v", SCHEMA, "SELECT 1")
     second = cat.replace_view("db.v", SCHEMA, "SELECT 2")
-    # Another view's metadata in the same directory must survive the purge.
-    neighbour = cat.create_view("db.n", SCHEMA, "SELECT 3", location=first.location)
+    # Another view's metadata in the same directory must survive the purge. The catalog
+    # never places two views there (firn.catalog.confinement), so the stray copy stands for
+    # what another catalog sharing the storage could leave.
+    neighbour = cat.create_view("db.n", SCHEMA, "SELECT 3")
+    stray = f"{first.location}/metadata/00000-{neighbour.metadata.view_uuid}.metadata.json"
+    cat.io.new_output(stray).write(cat.io.new_input(neighbour.metadata_location).read())
     cat.drop_view("db.v", purge=True)
     assert not cat.io.new_input(first.metadata_location).exists()
     assert not cat.io.new_input(second.metadata_location).exists()
-    assert cat.io.new_input(neighbour.metadata_location).exists()
+    assert cat.io.new_input(stray).exists()
     assert cat.load_view("db.n").sql_for("spark") == "SELECT 3"
     # The name is free again, for a view or a table.
     cat.create_table("db.v", simple_schema())
@@ -260,10 +267,14 @@ def test_rename(cat: ViewCatalogMixin) -> None:
 
 def test_register(cat: ViewCatalogMixin) -> None:
     view = cat.create_view("db.v", SCHEMA, "SELECT 1")
-    twin = cat.register_view("db.twin", view.metadata_location)
-    assert twin.metadata == view.metadata
+    # A second entry for the same view would share its location (firn.catalog.confinement).
+    with pytest.raises(ValidationError, match=r"of view 'db\.twin' is the location .* of view 'db\.v'"):
+        cat.register_view("db.twin", view.metadata_location)
     with pytest.raises(AlreadyExists):
         cat.register_view("db.v", view.metadata_location)
+    cat.drop_view("db.v")  # its files stay: it can be registered again, under another name
+    back = cat.register_view("db.back", view.metadata_location)
+    assert back.metadata == view.metadata
     with pytest.raises(NotFound):
         cat.register_view("db.ghost", f"{cat.warehouse}/nowhere/00000-x.metadata.json")
     assert not cat.view_exists("db.ghost")

@@ -101,7 +101,7 @@ def test_a_lost_swap_is_rechecked_and_retried() -> None:
         commits.commit_table(catalog, ("db", "t"), [AssertCurrentSchemaId(0)], [SetProperties({"x": "1"})])
 
 
-def _create_updates(location: str | None = "memory://wh/db/new") -> list[Any]:
+def _create_updates(location: str | None = "memory://warehouse/db/new") -> list[Any]:
     spec = build_partition_spec(SCHEMA, [("name", "identity")], spec_id=0)
     updates: list[Any] = [
         AssignUUID(uuid.UUID("00000000-0000-4000-8000-000000000001")),
@@ -125,7 +125,7 @@ def test_a_create_transaction_builds_the_table_from_its_updates() -> None:
     md = catalog.load_table("db.new").metadata
     assert committed.metadata_location == catalog.load_table("db.new").metadata_location
     assert md.table_uuid == uuid.UUID("00000000-0000-4000-8000-000000000001") and md.format_version == 2
-    assert md.location == "memory://wh/db/new" and md.properties == {"owner": "me"}
+    assert md.location == "memory://warehouse/db/new" and md.properties == {"owner": "me"}
     assert md.spec().fields[0].name == "name" and md.default_spec_id == 0
     assert md.sort_orders == (UNSORTED,) and md.default_sort_order_id == 0  # unsorted keeps id 0
     with pytest.raises(CommitConflict, match="already exists"):
@@ -143,10 +143,10 @@ def test_a_create_transaction_needs_a_schema_and_a_location() -> None:
         u for u in _create_updates(location=None) if not isinstance(u, AddPartitionSpec | SetDefaultSpec)
     ]
     commits.create_from_updates(
-        catalog, ("db", "x"), [AssertCreate()], updates, default_location="memory://wh/x"
+        catalog, ("db", "x"), [AssertCreate()], updates, default_location="memory://warehouse/x"
     )
     md = catalog.load_table("db.x").metadata
-    assert md.partition_specs == (UNPARTITIONED,) and md.location == "memory://wh/x"
+    assert md.partition_specs == (UNPARTITIONED,) and md.location == "memory://warehouse/x"
     # Other requirements cannot hold for a table that does not exist yet.
     with pytest.raises(CommitConflict, match="does not exist"):
         commits.create_from_updates(

@@ -56,10 +56,19 @@ BODIES: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+# A place the operator allows (the catalog property) but the OS refuses to write: sysfs
+# answers EPERM, even for root.
+UNWRITABLE = "/sys/firn-test"
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer]:
-    catalog = make_sqlite_catalog(tmp_path_factory.mktemp("rest-errors"))
+    catalog = make_sqlite_catalog(tmp_path_factory.mktemp("rest-errors"), **{"allowed-locations": UNWRITABLE})
     catalog.create_namespace("db")
+    # A regular file inside the warehouse, for a location that runs through it.
+    assert catalog.warehouse is not None
+    Path(catalog.warehouse).mkdir(parents=True)
+    Path(catalog.warehouse, "plain-file").write_bytes(b"x")
     catalog.create_table("db.t", pa.schema([("id", pa.int64())]), properties={"format-version": "2"})
     catalog.create_view("db.v", pa.schema([("id", pa.int64())]), "SELECT 1")
     with running_server(catalog) as running:
@@ -236,25 +245,27 @@ FOUND_BY_FUZZING = [
         "name-too-long-for-a-file",
         "/v1/namespaces/db/tables",
         json.dumps({"name": "x" * 1000, "schema": SCHEMA_JSON}).encode(),
-        # Refused by the SQL catalog's name column before a metadata file is written.
-        "table name is longer than the catalog's 255-character column",
+        # Refused by the identifier rule before a metadata file is written.
+        "is 1000 bytes long in UTF-8; the limit is 255",
     ),
+    # {warehouse} stands for the served catalog's warehouse: locations outside it are refused
+    # before the file system is reached (test_confinement_over_http.py).
     (
         "location-too-long-for-a-file",
         "/v1/namespaces/db/register",
-        json.dumps({"name": "r", "metadata-location": "y" * 1000}).encode(),
+        json.dumps({"name": "r", "metadata-location": "{warehouse}/" + "y" * 1000}).encode(),
         "File name too long",
     ),
     (
         "view-location-too-long-for-a-file",
         "/v1/namespaces/db/register-view",
-        json.dumps({"name": "r", "metadata-location": "y" * 1000}).encode(),
+        json.dumps({"name": "r", "metadata-location": "{warehouse}/" + "y" * 1000}).encode(),
         "File name too long",
     ),
     (
         "location-through-a-file",
         "/v1/namespaces/db/tables",
-        json.dumps({"name": "x", "location": "/dev/null/x", "schema": SCHEMA_JSON}).encode(),
+        json.dumps({"name": "x", "location": "{warehouse}/plain-file/x", "schema": SCHEMA_JSON}).encode(),
         "Not a directory",
     ),
 ]
@@ -266,12 +277,14 @@ FOUND_BY_FUZZING = [
     ids=[case[0] for case in FOUND_BY_FUZZING],
 )
 def test_what_fuzzing_found_is_400s(server: RestServer, path: str, content: bytes, message: str) -> None:
+    assert isinstance(server.catalog, SqlCatalog) and server.catalog.warehouse
+    content = content.replace(b"{warehouse}", server.catalog.warehouse.encode())
     error = _check_error(_post(server, path, content), 400)
     assert message in error["message"]
 
 
 def test_a_location_the_server_may_not_write_is_a_403(server: RestServer) -> None:
-    body = {"name": "x", "location": "/sys/firn-test/x", "schema": SCHEMA_JSON}  # sysfs: EPERM, even for root
+    body = {"name": "x", "location": f"{UNWRITABLE}/x", "schema": SCHEMA_JSON}
     error = _check_error(_post(server, "/v1/namespaces/db/tables", json.dumps(body).encode()), 403)
     assert error["type"] == "ForbiddenException" and "Operation not permitted" in error["message"]
 

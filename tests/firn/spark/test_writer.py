@@ -379,7 +379,8 @@ def test_spark_write_failure_leaves_no_files(spark: Any, tmp_path: Path, catalog
 @pytest.mark.spark
 @pytest.mark.xdist_group("spark")
 def test_spark_writes_follow_the_table_properties(spark: Any, tmp_path: Path, catalog: SqlCatalog) -> None:
-    data_dir = tmp_path / "elsewhere"
+    # Outside the table's location, inside the warehouse (the catalog's places).
+    data_dir = Path(str(catalog.warehouse)) / "elsewhere"
     table = catalog.create_table(
         "db.props",
         EVENTS_SCHEMA,

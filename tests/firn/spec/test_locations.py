@@ -78,6 +78,15 @@ def test_dotdot_in_a_referenced_path_resolves_before_comparing() -> None:
     assert location_contains("/wh/other", "/wh/t/data/../../other/f.parquet")
 
 
+def test_query_and_fragment_characters_are_part_of_the_path() -> None:
+    """Object stores and file systems take '?' and '#' as name characters: ``t#1`` is not ``t``."""
+    assert location_key("s3://b/wh/t#1").segments == ("wh", "t#1")
+    assert location_key("s3://b/wh/t?x=1").segments == ("wh", "t?x=1")
+    assert not locations_overlap("s3://b/wh/t#1", "s3://b/wh/t")
+    assert normalize_location("s3://b/wh//t#1/") == "s3://b/wh/t#1"
+    assert normalize_location("file:/wh/t?x") == "file:/wh/t?x"
+
+
 def test_overlap_either_way() -> None:
     assert locations_overlap("/wh/a", "/wh/a/b")
     assert locations_overlap("/wh/a/b", "/wh/a")

@@ -52,7 +52,10 @@ def _metadata_json(table: Table) -> dict[str, Any]:
 
 
 def _register(catalog: SqlCatalog, directory: Path, name: str, content: str | bytes) -> Callable[[], Any]:
-    path = directory / f"{name}.metadata.json"
+    # Inside the warehouse: the catalog reads no metadata file outside its places.
+    assert catalog.warehouse is not None
+    path = Path(catalog.warehouse) / directory.name / f"{name}.metadata.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(content, str):
         path.write_text(content)
     else:

@@ -181,7 +181,10 @@ def test_refresh_reuses_parsed_snapshots_and_still_reads_what_the_file_says(
     path = Path(writer.metadata_location)
     doc = json.loads(path.read_text())
     doc["snapshots"][0]["summary"]["edited"] = "yes"
-    edited = tmp_path / "edited.metadata.json"
+    # A table of its own: a second entry at the writer's location would be refused.
+    doc["location"] = f"{doc['location']}-edited"
+    edited = Path(doc["location"], "metadata", "edited.metadata.json")
+    edited.parent.mkdir(parents=True)
     edited.write_text(json.dumps(doc))
     again = reader_catalog.register_table("db.edited", str(edited))
     assert again.snapshots()[0].summary.get("edited") == "yes"

@@ -36,6 +36,7 @@ from firn.errors import (
     NoSuchTable,
     Unsupported,
 )
+from firn.spec.locations import normalize_location
 from firn.spec.metadata_json import metadata_from_dict
 from firn.spec.properties import FORMAT_VERSION
 from firn.spec.schema_json import partition_spec_to_json, schema_to_json, sort_order_to_json
@@ -249,7 +250,8 @@ class RestCatalog(RestViewOperations):
             "properties": sent,
         }
         if location:
-            body["location"] = location.rstrip("/")
+            # Refused here as the server would (relative, '..'); where it may lie is the server's call.
+            body["location"] = normalize_location(location, what=f"location of table {self._fmt(ns, name)!r}")
         what = f"create table {self._fmt(ns, name)!r}"
         response = self._call("POST", self._path(p.TABLES, ns), what=what, route=_CREATE_TABLE, body=body)
         return self._table_from(ns, name, response_object(response, what), what)

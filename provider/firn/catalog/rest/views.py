@@ -30,6 +30,7 @@ from firn.errors import (
     Unsupported,
     ValidationConflict,
 )
+from firn.spec.locations import normalize_location
 from firn.spec.view_metadata import ViewMetadata
 from firn.spec.view_metadata_json import version_to_dict, view_metadata_from_dict, view_schema_to_dict
 from firn.views.builder import (
@@ -88,7 +89,7 @@ class RestViewOperations(RestCatalogBase):
             "properties": dict(draft.properties),
         }
         if location:
-            body["location"] = location.rstrip("/")
+            body["location"] = normalize_location(location, what=f"location of view {self._fmt(ns, name)!r}")
         what = f"create view {self._fmt(ns, name)!r}"
         response = self._call("POST", self._path(p.VIEWS, ns), what=what, route=_CREATE_VIEW, body=body)
         return self._view_from(ns, name, response_object(response, what), what)
