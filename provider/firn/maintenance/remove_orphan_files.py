@@ -559,6 +559,10 @@ class _Listing:
         md = table.metadata
         partition_names = {f.name for spec in md.partition_specs for f in spec.fields}
         records = location_key(record_dir(md.location))
+        record_prefix = record_dir(md.location) + "/"
+        # Listed paths share the listing location's form; compare keys only when it differs
+        # from the table location's (file:///x listed for a table at /x, say).
+        same_form = location.startswith(md.location.rstrip("/"))
         self.listed = self.too_young = self.hidden = self.mismatched = self.other_entries = 0
         self.conflicts: dict[str, None] = {}
         self.candidates: dict[str, FileInfo] = {}
@@ -567,7 +571,7 @@ class _Listing:
         self.fate: dict[str, str] = {}
         for info in table.io.list_prefix(location):
             path = info.location
-            if records.contains(location_key(path)):
+            if path.startswith(record_prefix) or (not same_form and records.contains(location_key(path))):
                 continue  # the orphan record and its directory are never orphans
             self.listed += 1
             if scope.excludes(path):

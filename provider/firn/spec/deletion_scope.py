@@ -243,6 +243,8 @@ class DeletionScope:
 
     def excludes(self, path: str) -> bool:
         """True when ``path`` lies inside another entry's place (orphan listing skips those)."""
+        if not self._other_keys:
+            return False  # the usual case: no key to compute for each listed file
         key = location_key(path)
         return any(ok.contains(key) for ok in self._other_keys)
 

@@ -139,6 +139,8 @@ def test_the_record_is_never_an_orphan_and_a_narrow_listing_keeps_other_entries(
     assert set(orphan_record(t)) == {data, meta}
     plan = _run(t).plan()
     assert not any("/orphans/" in o.path for o in plan.orphans)
+    as_uri = _run(t, location=f"file://{t.location}").plan()  # the same place, another spelling
+    assert len(as_uri.orphans) == 2 and not any("/orphans/" in o.path for o in as_uri.orphans)
     # A run over data/ only leaves the record's metadata/ entries as they are.
     backdate_orphan_record(t, 2 * 24 * HOUR_MS)
     result = _run(t, dry_run=False, location=f"{t.location}/data").run()
