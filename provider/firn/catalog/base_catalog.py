@@ -422,11 +422,10 @@ class BaseCatalog(ABC):
         ``write.data.path`` / ``write.metadata.path`` are not listed (they may be shared).
         The catalog row is removed first, so a failed purge leaves orphan files, never a
         table with missing files."""
-        report = self._drop(identifier, purge=True)
-        assert report is not None  # purge=True always reports
-        return report
+        return self._drop(identifier, purge=True)
 
-    def _drop(self, identifier: IdentifierLike, *, purge: bool) -> DeletionReport | None:
+    def _drop(self, identifier: IdentifierLike, *, purge: bool) -> DeletionReport:
+        """Remove the catalog row, then (``purge``) the files; an empty report without purge."""
         ns, ns_str, name = self._table(identifier)
         ident = (*ns, name)
         metadata_location = self._require_location(ns, ns_str, name)
@@ -441,7 +440,7 @@ class BaseCatalog(ABC):
         self._cache.pop(metadata_location)
         if purge:
             return self._purge(ident, metadata_location, metadata)
-        return None
+        return DeletionReport()
 
     def _purge(
         self, ident: Identifier, metadata_location: str, metadata: TableMetadata | None

@@ -178,7 +178,7 @@ def write_data_files(
     def run(task: _Task) -> ParquetWriteResult:
         return write_parquet_file(io, task.location, task.rows, write_schema, props, sort_order=order)
 
-    results = _run_all(io, DeletionScope.for_written(str(metadata.location), metadata), tasks, run)
+    results = _run_all(io, metadata, tasks, run)
     sort_order_id = None
     if order is not None and any(
         o.order_id == order.order_id and o.same_order(order) for o in metadata.sort_orders
@@ -190,7 +190,9 @@ def write_data_files(
     ]
 
 
-def _run_all(io: FileIO, scope: DeletionScope, tasks: Sequence[_Task], run: Any) -> list[ParquetWriteResult]:
+def _run_all(
+    io: FileIO, metadata: TableMetadata, tasks: Sequence[_Task], run: Any
+) -> list[ParquetWriteResult]:
     if len(tasks) == 1:
         return [run(tasks[0])]
     with ThreadPoolExecutor(max_workers=min(MAX_WRITE_THREADS, len(tasks))) as pool:
@@ -204,6 +206,7 @@ def _run_all(io: FileIO, scope: DeletionScope, tasks: Sequence[_Task], run: Any)
                 error = error or e
     if error is not None:
         # Nothing refers to these files yet; remove them rather than leave orphans.
+        scope = DeletionScope.for_written(metadata.location, metadata)
         delete_quietly(io, scope, [r.location for r in results], "unreferenced data")
         raise error
     return results
