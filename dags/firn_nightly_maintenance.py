@@ -9,7 +9,9 @@ otherwise; a step whose table is held by another maintenance run (its lease) ski
 
 ``runner="auto"`` submits the step to Spark (``spark_default``) for tables above
 ``spark_min_bytes`` of data and runs it in the worker for smaller ones. Orphan removal only
-lists what it would delete unless the ``orphans_dry_run`` param is turned off.
+lists what it would delete unless the ``orphans_dry_run`` param is turned off; then each night
+records the orphans it finds and deletes those an earlier night recorded at least
+``orphans.grace`` ago (a table property, default one day), only inside the table's own location.
 """
 
 from __future__ import annotations

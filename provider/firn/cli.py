@@ -497,9 +497,20 @@ def _run(
     data = result.to_dict()
     skipped = data.pop("skipped", [])
     data["skipped"] = len(skipped)
+    # Lists of paths (orphans recorded and deleted, ...) are counted in the table and the
+    # first ones printed under it, like what was skipped or kept and why.
+    listed = {k: v for k, v in data.items() if isinstance(v, list)}
+    data.update({k: len(v) for k, v in listed.items()})
     _console().print(_kv_table(f"{method} on {table.name}", data))
+    for key, paths in listed.items():
+        for path in paths[:20]:
+            click.echo(f"{key}: {path}")
+        if len(paths) > 20:
+            click.echo(f"{key}: ... {len(paths) - 20} more")
     for item in skipped[:20]:
         click.echo(f"skipped {item['item']}: {item['reason']}")
+    if len(skipped) > 20:
+        click.echo(f"skipped: ... {len(skipped) - 20} more (--json lists all)")
 
 
 def _maintain_command(short: str, method: str) -> click.Command:

@@ -22,7 +22,7 @@ from firn.cli import EXIT_BAD_INPUT, EXIT_LEASE_HELD, main, maintain
 from firn.maintenance import TableMaintenance
 from firn.maintenance.operations import NIGHTLY_ORDER, SHORT_NAMES, method_name
 from tests.fixtures.catalogs import make_sqlite_catalog
-from tests.fixtures.maintenance import local, soon_ms
+from tests.fixtures.maintenance import backdate_orphan_record, local, soon_ms
 from tests.fixtures.rewrites import MOR, events, fill, ids, make_table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
@@ -142,6 +142,50 @@ def test_flush_run_json_summary_and_progress(uri: str, catalog: SqlCatalog) -> N
     )
 
 
+def test_orphans_report_recorded_deleted_and_kept_files(
+    uri: str, catalog: SqlCatalog, tmp_path: Path
+) -> None:
+    t = catalog.load_table("db.v2")
+    stray = Path(local(t.location)) / "data" / "stray.parquet"
+    stray.write_bytes(b"never committed")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "not-ours.parquet").write_bytes(b"another system's file")
+    args = [
+        "maintain",
+        "orphans",
+        "db.v2",
+        "--catalog",
+        uri,
+        "-o",
+        f"older-than={soon_ms()}",
+        "-o",
+        "force=true",
+    ]
+
+    plan = firn(*args, "--dry-run")
+    assert plan.exit_code == 0 and "to record (first seen now" in plan.stdout and str(stray) in plan.stdout
+    recorded = firn(*args, "-o", "dry-run=false")
+    assert recorded.exit_code == 0, recorded.output
+    assert (
+        "recorded_file_locations" in recorded.stdout
+        and f"recorded_file_locations: {stray}" in recorded.stdout
+    )
+    assert stray.exists()
+    # A listing outside the table's own location: what is found there is kept, and says why.
+    kept = firn(*args, "-o", "dry-run=false", "-o", f"location={elsewhere}")
+    assert kept.exit_code == 0, kept.output
+    assert (
+        "kept_outside_location" in kept.stdout
+        and f"skipped {elsewhere}/not-ours.parquet: kept" in kept.stdout
+    )
+    assert (elsewhere / "not-ours.parquet").exists()
+    backdate_orphan_record(t, 2 * 24 * 3600 * 1000)
+    deleted = firn(*args, "-o", "dry-run=false")
+    assert deleted.exit_code == 0 and f"deleted_file_locations: {stray}" in deleted.stdout
+    assert not stray.exists()
+
+
 def test_every_operation_runs_for_real_with_a_json_result_or_a_summary(uri: str, catalog: SqlCatalog) -> None:
     t = make_table(catalog, "3", properties=MOR)  # db.events: small files and DVs
     fill(t, "3", appends=4, rows=20)
@@ -176,8 +220,13 @@ def test_every_operation_runs_for_real_with_a_json_result_or_a_summary(uri: str,
         and [local(p) for p in listed["orphan_file_locations"]] == [str(stray)]
         and stray.exists()
     )
+    recorded = run("orphans", "-o", soon, "-o", "force=true", "-o", "dry-run=false")  # phase one
+    assert [local(p) for p in recorded["recorded_file_locations"]] == [str(stray)]
+    assert recorded["deleted_files"] == 0 and recorded["kept_outside_location"] == 0 and stray.exists()
+    backdate_orphan_record(t, 2 * 24 * 3600 * 1000)  # recorded two days ago: past the grace
     removed = run("orphans", "-o", soon, "-o", "force=true", "-o", "dry-run=false")
     assert removed["deleted_files"] == 1 and not stray.exists()
+    assert [local(p) for p in removed["deleted_file_locations"]] == [str(stray)]
 
     # Without --json: progress on stderr, a summary table on stdout.
     t.append(events(5, start=500))

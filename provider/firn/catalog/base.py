@@ -10,13 +10,14 @@ commit loop (``firn.core.commit``) calls with the updates and requirements of on
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from firn.catalog.identifiers import name_problem, shown_name
 from firn.errors import ValidationError
 from firn.io.base import FileIO
+from firn.spec.deletion_scope import EntryLocation
 
 if TYPE_CHECKING:
     from firn.catalog.lease import LeaseInfo, MaintenanceLease
@@ -109,6 +110,11 @@ class Catalog(Protocol):
     def drop_table(self, identifier: IdentifierLike, *, purge: bool = False) -> None: ...
     def rename_table(self, from_identifier: IdentifierLike, to_identifier: IdentifierLike) -> Table: ...
     def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table: ...
+
+    def entry_locations(self) -> Sequence[EntryLocation]:
+        """Where every table and view of the catalog lives (``location`` None when unknown);
+        destructive steps keep out of every other entry's place (DESIGN "Maintenance")."""
+        ...
 
     # commits
     def load_metadata_location(self, identifier: IdentifierLike) -> str:

@@ -48,7 +48,9 @@ from firn.errors import (
     ValidationError,
 )
 from firn.io.base import FileIO
+from firn.io.deletion import DeletionReport, delete_confined, delete_quietly
 from firn.io.pyarrow_io import load_file_io
+from firn.spec.deletion_scope import DeletionScope, table_places
 from firn.spec.locations import METADATA_DIR, normalize_location
 from firn.table.table import Table
 from firn.util.lru import LRUCache
@@ -390,7 +392,7 @@ class BaseCatalog(ABC):
         except BaseException as error:
             points_here = self._row_points_at(ns_str, name, metadata_location)
             if points_here is False:
-                self._delete_quietly([metadata_location])
+                self._delete_quietly([metadata_location], metadata)
             if not (points_here and isinstance(error, Exception)):
                 raise
             logger.warning(
@@ -433,15 +435,26 @@ class BaseCatalog(ABC):
         return [(*ns, name) for name in sorted(self._tbl_names(ns_str))]
 
     def drop_table(self, identifier: IdentifierLike, *, purge: bool = False) -> None:
-        """Remove the table from the catalog; with ``purge=True`` also delete its files.
+        """Remove the table from the catalog; with ``purge=True`` also delete its files
+        (what :meth:`purge_table` does, without its report)."""
+        self._drop(identifier, purge=purge)
 
-        Purge removes every file under ``<table location>/metadata/`` and
-        ``<table location>/data/`` (listed with ``list_prefix``, deleted with ``delete_many``),
-        plus the current and logged metadata files wherever they are. Files the table wrote
-        elsewhere (a custom ``write.data.path``) are not removed. Tables must not share a
-        location: purging one would delete the other's files. The catalog row is removed
-        first, so a failed purge leaves orphan files, never a table with missing files.
-        """
+    def purge_table(self, identifier: IdentifierLike) -> DeletionReport:
+        """Drop the table and delete its files; returns what was deleted, kept and failed.
+
+        Purge lists ``<table location>/metadata/`` and ``<table location>/data/`` and adds the
+        current and logged metadata files wherever they are; every one of them goes through
+        :func:`~firn.io.deletion.delete_confined` under the table's deletion scope, so a file
+        outside the table's own places (location, ``write.data.path``,
+        ``write.metadata.path``), inside another table's or view's, or reached through a
+        symlink is kept and reported, never deleted. Directories named by
+        ``write.data.path`` / ``write.metadata.path`` are not listed (they may be shared).
+        The catalog row is removed first, so a failed purge leaves orphan files, never a
+        table with missing files."""
+        return self._drop(identifier, purge=True)
+
+    def _drop(self, identifier: IdentifierLike, *, purge: bool) -> DeletionReport:
+        """Remove the catalog row, then (``purge``) the files; an empty report without purge."""
         ns, ns_str, name = self._table(identifier)
         ident = (*ns, name)
         metadata_location = self._require_location(ns, ns_str, name)
@@ -455,27 +468,45 @@ class BaseCatalog(ABC):
             raise NoSuchTable(f"table {self._fmt(ident)!r} does not exist in catalog {self._name!r}")
         self._cache.pop(metadata_location)
         if purge:
-            self._purge(ident, metadata_location, metadata)
+            return self._purge(ident, metadata_location, metadata)
+        return DeletionReport()
 
-    def _purge(self, ident: Identifier, metadata_location: str, metadata: TableMetadata | None) -> None:
+    def _purge(
+        self, ident: Identifier, metadata_location: str, metadata: TableMetadata | None
+    ) -> DeletionReport:
         if metadata is not None:
             table_location = metadata.location.rstrip("/")
+            places = table_places(metadata)
         else:
             # Unreadable metadata: the table location is the parent of its metadata directory.
             head, _, _ = metadata_location.rpartition("/")
             table_location = head.rpartition("/")[0] if head.endswith("/metadata") else head
+            places = [table_location]
         files = {metadata_location}
         if metadata is not None:
             files.update(entry.metadata_file for entry in metadata.metadata_log)
         try:
+            # The row is gone already: every entry listed now is another table or view.
+            scope = DeletionScope.build(
+                self._fmt(ident), places, self.entry_locations(), self_identifier=ident
+            )
             for sub in ("metadata", "data"):
-                files.update(info.location for info in self._io.list_prefix(f"{table_location}/{sub}"))
-            deleted = self._io.delete_many(sorted(files))
+                prefix = f"{table_location}/{sub}"
+                if not scope.excludes(prefix):
+                    files.update(info.location for info in self._io.list_prefix(prefix))
         except FirnError as e:
             raise FirnError(
                 f"table {self._fmt(ident)!r} was dropped but purging its files failed: {e}"
             ) from e
-        logger.info("purged %d files of dropped table %s", deleted, self._fmt(ident))
+        report = delete_confined(self._io, scope, sorted(files))
+        logger.info("purged table %s: %s", self._fmt(ident), report.summary())
+        if report.failed:
+            raise FirnError(
+                f"table {self._fmt(ident)!r} was dropped but {len(report.failed)} of its files could not be "
+                f"deleted (e.g. {report.failed[0].path}: {report.failed[0].error}); orphan removal cannot "
+                "reach them any more: delete them by hand"
+            )
+        return report
 
     def rename_table(self, from_identifier: IdentifierLike, to_identifier: IdentifierLike) -> Table:
         """Rename (or move to another existing namespace); the table's files stay where they are.
@@ -589,12 +620,12 @@ class BaseCatalog(ABC):
         except CommitStateUnknown:
             raise
         except BaseException:
-            self._delete_quietly([location])
+            self._delete_quietly([location], metadata)
             raise
         if metadata.table_properties.metadata_delete_after_commit:
             kept = {e.metadata_file for e in metadata.metadata_log}
             self._delete_quietly(
-                [e.metadata_file for e in commit.base.metadata_log if e.metadata_file not in kept]
+                [e.metadata_file for e in commit.base.metadata_log if e.metadata_file not in kept], metadata
             )
         return CommittedMetadata(metadata, location)
 
@@ -624,13 +655,14 @@ class BaseCatalog(ABC):
         self._tbl_swap(ns_str, name, expected_location, new_location)
         self._cache.put(new_location, new_metadata)
 
-    def _delete_quietly(self, locations: list[str]) -> None:
-        if not locations:
-            return
-        try:
-            self._io.delete_many(locations)
-        except Exception:  # best effort: orphan-file removal reclaims what is left
-            logger.warning("could not delete %d metadata files: %s", len(locations), locations[:3])
+    def _delete_quietly(self, locations: list[str], metadata: TableMetadata) -> None:
+        """Best effort: delete metadata files of the table ``metadata`` describes (a failed
+        commit's new file, files that fell off the log) under its own places; orphan-file
+        removal reclaims what is left."""
+        if locations:
+            delete_quietly(
+                self._io, DeletionScope.for_written(metadata.location, metadata), locations, "metadata"
+            )
 
     # -- the maintenance lease (firn.catalog.lease) ---------------------------------------------
     def maintenance_lease(

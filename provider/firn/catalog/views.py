@@ -39,6 +39,8 @@ from firn.errors import (
     ValidationConflict,
     ValidationError,
 )
+from firn.io.deletion import delete_confined, delete_quietly
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.locations import normalize_location
 from firn.spec.view_metadata import ViewMetadata
 from firn.views.builder import (
@@ -59,6 +61,11 @@ from firn.views.metadata_io import (
 from firn.views.view import View
 
 logger = logging.getLogger(__name__)
+
+
+def _view_scope(ident: Identifier, metadata: ViewMetadata) -> DeletionScope:
+    """The own places of a view, for removing a metadata file a failed change just wrote."""
+    return DeletionScope.build(".".join(ident), [metadata.location, view_metadata_dir(metadata)])
 
 
 class ViewCatalogMixin(BaseCatalog):
@@ -169,7 +176,7 @@ class ViewCatalogMixin(BaseCatalog):
         except (AlreadyExists, Unsupported, ValidationError):
             # The row was certainly not inserted, so nothing references the file. (After
             # other errors the insert may have landed: the file is kept.)
-            self._io.delete(metadata_location)
+            delete_quietly(self._io, _view_scope(ident, metadata), [metadata_location], "view metadata")
             raise
         return self._make_view(ident, metadata, metadata_location)
 
@@ -327,7 +334,7 @@ class ViewCatalogMixin(BaseCatalog):
             except CommitStateUnknown:
                 raise  # the file may be referenced now: keep it
             except CommitConflict as e:
-                self._io.delete(new_location)
+                delete_quietly(self._io, _view_scope(ident, metadata), [new_location], "view metadata")
                 props = base.view_properties
                 if attempt >= props.commit_num_retries:
                     raise CommitConflict(
@@ -344,7 +351,7 @@ class ViewCatalogMixin(BaseCatalog):
                 time.sleep(wait_ms * random.uniform(0.5, 1.0) / 1000)
                 continue
             except FirnError:
-                self._io.delete(new_location)
+                delete_quietly(self._io, _view_scope(ident, metadata), [new_location], "view metadata")
                 raise
             return self._make_view(ident, metadata, new_location)
 
@@ -373,6 +380,7 @@ class ViewCatalogMixin(BaseCatalog):
     def _purge_view(self, ident: Identifier, location: str, metadata: ViewMetadata | None) -> None:
         files = [location]
         if metadata is not None:
+            places = [metadata.location, view_metadata_dir(metadata)]
             for info in self._io.list_prefix(view_metadata_dir(metadata)):
                 other = info.location
                 if other == location or not other.endswith((".metadata.json", ".metadata.json.gz")):
@@ -382,13 +390,25 @@ class ViewCatalogMixin(BaseCatalog):
                         files.append(other)
                 except FirnError:
                     continue  # not this view's metadata (a table's, or damaged): leave it
+        else:
+            # Unreadable metadata: the view lives where its metadata directory is.
+            places = [location.rpartition("/")[0]]
         try:
-            deleted = self._io.delete_many(files)
+            # The row is gone already: every entry listed now is another table or view.
+            scope = DeletionScope.build(
+                self._fmt(ident), places, self.entry_locations(), self_identifier=ident
+            )
         except FirnError as e:
             raise FirnError(
                 f"view {self._fmt(ident)!r} was dropped but deleting its metadata failed: {e}"
             ) from e
-        logger.info("purged %d metadata files of dropped view %s", deleted, self._fmt(ident))
+        report = delete_confined(self._io, scope, files)
+        logger.info("purged dropped view %s: %s", self._fmt(ident), report.summary())
+        if report.failed:
+            raise FirnError(
+                f"view {self._fmt(ident)!r} was dropped but deleting its metadata failed: "
+                f"{report.failed[0].path}: {report.failed[0].error}"
+            )
 
     def rename_view(self, from_identifier: IdentifierLike, to_identifier: IdentifierLike) -> View:
         """Rename (or move to another existing namespace); the view's files stay where they are."""

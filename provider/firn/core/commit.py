@@ -33,6 +33,8 @@ from firn.core.metadata_builder import apply_updates
 from firn.core.updates import AddSnapshot, TableRequirement, TableUpdate
 from firn.errors import CommitConflict, CommitStateUnknown, FirnError, ValidationConflict
 from firn.io.base import FileIO
+from firn.io.deletion import delete_quietly
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
 
@@ -160,7 +162,7 @@ def commit_actions(table: TableHandle, actions: Sequence[Action], start: TableMe
         raise
     except BaseException:
         _cleanup(table, ctx, keep=set())
-        _delete_quietly(table, [p for a in actions for p in a.written_files()], "uncommitted data")
+        _delete_quietly(table, ctx, [p for a in actions for p in a.written_files()], "uncommitted data")
         raise
 
 
@@ -201,17 +203,18 @@ def _table_moved(table: TableHandle, base_location: str) -> bool:
 def _cleanup(table: TableHandle, ctx: CommitContext, keep: set[str]) -> None:
     """Delete files written by attempts that the committed metadata does not reference."""
     stale = [p for p in ctx.written if p not in keep]
-    _delete_quietly(table, stale, "uncommitted metadata")
+    _delete_quietly(table, ctx, stale, "uncommitted metadata")
     ctx.written = [p for p in ctx.written if p in keep]
 
 
-def _delete_quietly(table: TableHandle, paths: Sequence[str], what: str) -> None:
-    if not paths:
-        return
-    try:
-        table.io.delete_many(paths)
-    except Exception:  # cleanup is best effort; orphan removal catches leftovers
-        log.warning("could not delete %d %s files of %s", len(paths), what, table.name)
+def _delete_quietly(table: TableHandle, ctx: CommitContext, paths: Sequence[str], what: str) -> None:
+    """Best effort (orphan removal catches leftovers), confined to the table's own places in
+    the metadata the transaction started from or holds now: these files were written by this
+    transaction under fresh names (``DeletionScope.for_written``)."""
+    if paths:
+        delete_quietly(
+            table.io, DeletionScope.for_written(table.name, ctx.start, table.metadata), paths, what
+        )
 
 
 def _holds(requirement: TableRequirement, metadata: TableMetadata) -> bool:

@@ -10,7 +10,6 @@ append, overwrite or rewrite to commit; nothing is committed here.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import uuid
 from collections.abc import Sequence
@@ -24,8 +23,10 @@ import pyarrow.compute as pc
 from firn.io.arrow_partitions import group_rows, groupable, partition_keys, source_column
 from firn.io.arrow_schema import FIELD_ID_KEY, arrow_scalar_to_internal, cast_to_schema
 from firn.io.base import FileIO
+from firn.io.deletion import delete_quietly
 from firn.io.parquet import ParquetWriteResult, write_parquet_file
 from firn.spec.content import DataFile, PartitionTuple
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.field_ids import LAST_UPDATED_SEQUENCE_NUMBER_COLUMN_ID, ROW_ID_COLUMN_ID
 from firn.spec.locations import DefaultLocationProvider, LocationProvider
 from firn.spec.partitioning import PartitionSpec
@@ -177,7 +178,7 @@ def write_data_files(
     def run(task: _Task) -> ParquetWriteResult:
         return write_parquet_file(io, task.location, task.rows, write_schema, props, sort_order=order)
 
-    results = _run_all(io, tasks, run)
+    results = _run_all(io, metadata, tasks, run)
     sort_order_id = None
     if order is not None and any(
         o.order_id == order.order_id and o.same_order(order) for o in metadata.sort_orders
@@ -189,7 +190,9 @@ def write_data_files(
     ]
 
 
-def _run_all(io: FileIO, tasks: Sequence[_Task], run: Any) -> list[ParquetWriteResult]:
+def _run_all(
+    io: FileIO, metadata: TableMetadata, tasks: Sequence[_Task], run: Any
+) -> list[ParquetWriteResult]:
     if len(tasks) == 1:
         return [run(tasks[0])]
     with ThreadPoolExecutor(max_workers=min(MAX_WRITE_THREADS, len(tasks))) as pool:
@@ -203,8 +206,8 @@ def _run_all(io: FileIO, tasks: Sequence[_Task], run: Any) -> list[ParquetWriteR
                 error = error or e
     if error is not None:
         # Nothing refers to these files yet; remove them rather than leave orphans.
-        with contextlib.suppress(Exception):
-            io.delete_many(r.location for r in results)
+        scope = DeletionScope.for_written(metadata.location, metadata)
+        delete_quietly(io, scope, [r.location for r in results], "unreferenced data")
         raise error
     return results
 

@@ -30,8 +30,10 @@ from firn.errors import ValidationError
 from firn.io.arrow_partitions import partition_rows
 from firn.io.arrow_schema import cast_to_schema
 from firn.io.base import FileIO
+from firn.io.deletion import delete_quietly
 from firn.io.parquet import write_parquet_file
 from firn.spec.content import DataFile, FileContent, FileFormat, PartitionTuple
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.field_ids import DELETE_FILE_PATH_ID, DELETE_FILE_POS_ID
 from firn.spec.locations import DefaultLocationProvider
 from firn.spec.partitioning import PartitionSpec
@@ -193,7 +195,12 @@ def write_position_delete_files(
                 )
             )
     except BaseException:
-        io.delete_many([f.file_path for f in written])
+        delete_quietly(
+            io,
+            DeletionScope.for_written(metadata.location, metadata),
+            [f.file_path for f in written],
+            "delete",
+        )
         raise
     return written
 
@@ -276,7 +283,12 @@ def write_equality_delete_files(
                 )
             )
     except BaseException:
-        io.delete_many([f.file_path for f in written])
+        delete_quietly(
+            io,
+            DeletionScope.for_written(metadata.location, metadata),
+            [f.file_path for f in written],
+            "delete",
+        )
         raise
     return written
 

@@ -12,7 +12,6 @@ are re-exported here so callers import one module.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +22,7 @@ import pyarrow.parquet as pq
 from firn.errors import InvalidMetadata, ValidationError
 from firn.io.arrow_schema import apply_name_mapping, cast_to_schema, has_field_ids
 from firn.io.base import FileIO
+from firn.io.deletion import delete_quietly
 from firn.io.parquet_metrics import (
     FileMetrics,
     MetricsMode,
@@ -35,6 +35,7 @@ from firn.io.parquet_metrics import (
 )
 from firn.io.parquet_read import check_file_schema, read_parquet, read_parquet_table
 from firn.spec.content import DataFile, FileContent, FileFormat, PartitionTuple
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.name_mapping import NameMapping, parse_name_mapping
 from firn.spec.properties import TableProperties
 from firn.spec.schema import Schema
@@ -205,9 +206,10 @@ def write_parquet_file(
         finally:
             out.close()
     except BaseException as e:
-        # Best-effort cleanup of a partial file; the original error is what matters.
-        with contextlib.suppress(Exception):
-            io.delete(location)
+        # Best-effort cleanup of the partial file this call created (its own directory is the
+        # only place it may delete in); the original error is what matters.
+        parent = location.rstrip("/").rpartition("/")[0]
+        delete_quietly(io, DeletionScope.build(location, [parent]), [location], "partial Parquet")
         if isinstance(e, pa.ArrowException) and not isinstance(e, OSError):
             raise ValidationError(f"{location}: writing Parquet failed: {e}") from e
         raise

@@ -187,6 +187,39 @@ def _make_parent_dirs(location: str, directory: str) -> None:
         raise _write_error(location, e, f"cannot create directory {directory}") from e
 
 
+def _list_local(base: str, out_prefix: str) -> Iterator[FileInfo]:
+    """Regular files below the local directory ``base``, never through a symlink: symlinked
+    files and directories are skipped (``DirEntry`` answers without following them). A
+    missing ``base``, or one that is a file, lists nothing."""
+    pending = [""]
+    while pending:
+        rel_dir = pending.pop()
+        directory = os.path.join(base, rel_dir) if rel_dir else base
+        try:
+            with os.scandir(directory) as entries:
+                found = list(entries)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as e:
+            raise _io_error(f"{out_prefix}/{rel_dir}" if rel_dir else out_prefix, "list", e) from e
+        for entry in sorted(found, key=lambda e: e.name):
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(rel)
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue  # a FIFO, socket or device is not a table file
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:  # removed while listing
+                continue
+            yield FileInfo(
+                location=f"{out_prefix}/{rel}", size=st.st_size, modified_ms=st.st_mtime_ns // 1_000_000
+            )
+
+
 def _past_end(location: str, offset: int, length: int, size: int) -> InvalidMetadata:
     return InvalidMetadata(
         f"file is truncated or the range is wrong: wanted {length} bytes at offset {offset} "
@@ -445,8 +478,14 @@ class PyArrowFileIO:
 
         Locations are returned in the same form as ``prefix`` (``file://`` stays ``file://``,
         a relative path stays relative), so callers can compare them with what they wrote.
+        Local symlinks below ``prefix`` are neither followed nor listed (pyarrow's
+        ``FileSelector`` follows them: orphan removal once deleted a symlinked directory's
+        target this way, issue 18 finding 3).
         """
         p = parse_location(prefix)
+        if p.is_local:
+            yield from _list_local(p.path.rstrip("/") or "/", prefix.rstrip("/"))
+            return
         fs = self.filesystem_for(p)
         base = p.path.rstrip("/")
         selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)

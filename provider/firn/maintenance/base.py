@@ -24,11 +24,17 @@ from firn.errors import StalePlan, ValidationError
 from firn.maintenance.options import Option, parse_options
 from firn.maintenance.runner import LocalRunner, Runner, UnitFunction, UnitResult, WorkUnit, local_io
 from firn.maintenance.serde import from_jsonable, to_jsonable
+from firn.spec.deletion_scope import DeletionScope
 
 
 class MaintainedTable(TableHandle, Protocol):
     """A table as maintenance sees it: the core's handle plus the per-table maintenance lease
-    (implemented by the ``Table`` front object over its catalog)."""
+    and deletion scope (implemented by the ``Table`` front object over its catalog)."""
+
+    def deletion_scope(self) -> DeletionScope:
+        """Where a destructive step on this table may delete: its own places minus every other
+        catalog entry's place overlapping them (``firn.spec.deletion_scope``)."""
+        ...
 
     def maintenance_lease(self, operation: str) -> contextlib.AbstractContextManager[object]:
         """Hold the table's maintenance lease while the block runs (``LeaseHeld`` if another

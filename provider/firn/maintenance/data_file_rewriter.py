@@ -32,11 +32,13 @@ from firn.core.writer import LINEAGE_FIELDS, write_data_files
 from firn.errors import FirnError, Unsupported, ValidationError
 from firn.io.arrow_schema import field_id_of, schema_to_arrow
 from firn.io.base import FileIO
+from firn.io.deletion import delete_quietly
 from firn.maintenance.rewrite_planning import FileGroup
 from firn.maintenance.runner import UnitContext, UnitResult, WorkUnit, execute_unit
 from firn.maintenance.serde import from_jsonable
 from firn.spec.content import DataFile, FileFormat
 from firn.spec.content_json import data_file_to_json
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.name_mapping import parse_name_mapping
 from firn.spec.schema import Schema
 from firn.spec.schema_json import sort_order_from_json
@@ -283,7 +285,9 @@ def rewrite_group(
                     target_file_size_bytes=target,
                 )
     except BaseException:
-        io.delete_many([f.file_path for f in written])
+        delete_quietly(
+            io, DeletionScope.for_written(md.location, md), [f.file_path for f in written], "rewrite output"
+        )
         raise
     return written, rows
 

@@ -76,6 +76,7 @@ from firn.maintenance.reachability import (
     spec_ids_in_use,
 )
 from firn.maintenance.runner import LocalRunner, Runner, UnitFunction, UnitResult, WorkUnit
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.snapshots import MAIN_BRANCH
 from firn.spec.table_metadata import TableMetadata, now_ms
 
@@ -99,7 +100,10 @@ class FileGroup:
 class ExpireSnapshotsResult(MaintenanceResult):
     """What an expiry did. ``deleted_files`` / ``deleted_bytes`` are by kind
     (``firn.maintenance.reachability.FILE_KINDS``); ``metadata_location`` is the committed
-    metadata (None: nothing to commit). Iceberg's output columns are properties."""
+    metadata (None: nothing to commit). ``kept_outside_location`` counts the freed files the
+    confinement check kept (outside the table's own places, inside another catalog entry's,
+    reached through a symlink); each is in ``skipped`` with its reason. Iceberg's output
+    columns are properties."""
 
     OPERATION: ClassVar[str] = "expire_snapshots"
 
@@ -112,6 +116,7 @@ class ExpireSnapshotsResult(MaintenanceResult):
     gc_enabled: bool = True
     deleted_files: dict[str, int] = field(default_factory=dict)
     deleted_bytes: dict[str, int] = field(default_factory=dict)
+    kept_outside_location: int = 0
 
     @property
     def deleted_files_count(self) -> int:
@@ -186,7 +191,9 @@ def _fmt_bytes(n: int) -> str:
 @dataclass(frozen=True, kw_only=True)
 class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
     """What an expiry would do, from the metadata it was planned on. ``files`` holds what would
-    be deleted by kind; ``paths_complete`` says whether every path is listed."""
+    be deleted by kind; ``paths_complete`` says whether every path is listed.
+    ``kept`` lists the freed files the table's deletion scope forbids deleting, with why
+    (they are not in ``files``; ``kept_outside_location`` counts them)."""
 
     OPERATION: ClassVar[str] = "expire_snapshots"
 
@@ -203,6 +210,11 @@ class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
     files: dict[str, FileGroup] = field(default_factory=dict)
     paths_complete: bool = True
     skipped: tuple[Skipped, ...] = ()
+    kept: tuple[Skipped, ...] = ()
+
+    @property
+    def kept_outside_location(self) -> int:
+        return len(self.kept)
 
     @property
     def is_noop(self) -> bool:
@@ -238,6 +250,12 @@ class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
                 lines.append(f"    {kind}: {g.count} ({_fmt_bytes(g.bytes)})")
             if not self.paths_complete:
                 lines.append(f"  (the plan lists the first {PLAN_MAX_PATHS} paths; all are deleted)")
+        if self.kept:
+            lines.append(
+                f"  would keep {len(self.kept)} freed files outside the table's own locations "
+                "(or inside another table's): they are never deleted"
+            )
+            lines += [f"    {k.item}: {k.reason}" for k in self.kept[:20]]
         for s in self.skipped:
             lines.append(f"  skipped {s.item}: {s.reason}")
         return "\n".join(lines)
@@ -261,6 +279,7 @@ class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
         skipped = list(action.skipped)
         gc = base.table_properties.gc_enabled
         pending = FileSet()
+        kept: list[Skipped] = []
         strategy = "none"
         if not gc:
             skipped.append(Skipped(item="files", reason="gc.enabled=false: metadata only, no file deleted"))
@@ -273,6 +292,7 @@ class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
                     for p, size in zip(g.paths, g.sizes):
                         pending.add(kind, p, size)
                 strategy = self.strategy
+                kept = list(self.kept)  # taken out of ``files`` when planning
             else:
                 found = expired_files(table.io, base, action.expired)
                 pending, strategy = found.files, found.strategy
@@ -295,7 +315,8 @@ class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
             strategy=strategy,
             gc_enabled=gc,
             deleted_files=deleted,
-            skipped=tuple(skipped),
+            kept_outside_location=len(kept),
+            skipped=(*skipped, *kept),
         )
 
     def cleanup_units(
@@ -303,8 +324,11 @@ class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
     ) -> list[WorkUnit]:
         pending: FileSet = getattr(self, "_pending", FileSet())
         n = self.options.get("max-concurrent-deletes")
+        if not pending.files:
+            return []
         return delete_units(
             pending.files,
+            scope=table.deletion_scope(),
             io=table.io,
             metadata_location=table.metadata_location,
             io_ref=io_ref,
@@ -316,13 +340,18 @@ class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
         deleted = dict(result.deleted_files)
         for kind, n in t.deleted.items():
             deleted[kind] = deleted.get(kind, 0) + n
-        skipped = (*result.skipped, *(Skipped(item=p, reason=f"not deleted: {e}") for p, e in t.failed))
+        # A file kept when planning can be kept again by a unit (a metadata file the catalog's
+        # commit left for the units): count each once.
+        already = {s.item for s in result.skipped}
+        fresh = [(p, r) for p, r in t.skipped() if p not in already]
+        newly_kept = len({k.path for k in t.kept} - already)
         object.__setattr__(self, "_pending", FileSet())
         return dataclasses.replace(
             result,
             deleted_files={k: v for k, v in deleted.items() if v},
             deleted_bytes={k: v for k, v in t.deleted_bytes.items() if v},
-            skipped=skipped,
+            kept_outside_location=result.kept_outside_location + newly_kept,
+            skipped=(*result.skipped, *(Skipped(item=p, reason=r) for p, r in fresh)),
         )
 
 
@@ -338,6 +367,22 @@ def _metadata_files_dropped(
     dropped = [e.metadata_file for e in before.metadata_log if e.metadata_file not in kept]
     still = [p for p in dropped if io.new_input(p).exists()]
     return len(dropped) - len(still), still
+
+
+def _confine(files: FileSet, scope: DeletionScope) -> list[Skipped]:
+    """Take the files ``scope`` forbids deleting out of ``files``; say why for each (the delete
+    units check again, and also refuse symlinks, when they run)."""
+    kept: list[Skipped] = []
+    for kind in list(files.files):
+        group = files.files[kind]
+        for path in list(group):
+            verdict = scope.check(path)
+            if verdict is not None:
+                del group[path]
+                kept.append(Skipped(item=path, reason=f"kept ({verdict.kind}): {verdict.reason}"))
+        if not group:
+            del files.files[kind]
+    return kept
 
 
 # -- the retention policy, evaluated for a plan or a commit attempt ---------------------------------
@@ -529,6 +574,7 @@ class ExpireSnapshots(MaintenanceOperation[ExpireSnapshotsPlan, ExpireSnapshotsR
             log = [e.metadata_file for e in md.metadata_log] + [self.table.metadata_location]
             for p in log[: max(0, len(log) - props.metadata_previous_versions_max)]:
                 files.add(METADATA_FILES, p, -1)
+        kept = _confine(files, self.table.deletion_scope()) if files.files else []
         groups, complete = _groups(files, PLAN_MAX_PATHS)
         head = md.snapshot_for_ref(MAIN_BRANCH)
         options: dict[str, Any] = {
@@ -554,6 +600,7 @@ class ExpireSnapshots(MaintenanceOperation[ExpireSnapshotsPlan, ExpireSnapshotsR
             files=groups,
             paths_complete=complete,
             skipped=tuple(ev.skipped),
+            kept=tuple(kept),
         )
 
 

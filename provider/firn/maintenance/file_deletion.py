@@ -2,11 +2,16 @@
 deletes batches in parallel.
 
 A unit is ``{"kind": "delete-files", ..., "payload": {"file-kind": ..., "paths": [...],
-"sizes": [...], "sequential": bool}}``; :func:`run_delete_unit` executes one from its JSON
-alone and reports what it deleted. A file that is already gone counts as deleted (deleting is
-idempotent, so a retried unit is harmless); a file that cannot be deleted is reported, never
-raised, so one bad object does not stop the others (Iceberg Java suppresses delete failures
-the same way and leaves the leftovers to orphan removal).
+"sizes": [...], "sequential": bool, "scope": {...}}}``; :func:`run_delete_unit` executes one
+from its JSON alone and reports what it deleted and what it kept. Every path goes through
+:func:`firn.io.deletion.delete_confined` under the table's
+:class:`~firn.spec.deletion_scope.DeletionScope`, which the unit carries (an executor has no
+catalog to ask), so a file outside the table's own places, inside another table's, or reached
+through a symlink is kept and reported; a unit without a scope deletes nothing. A file that is
+already gone counts as deleted (deleting is idempotent, so a retried unit is harmless); a file
+that cannot be deleted is reported, never raised, so one bad object does not stop the others
+(Iceberg Java suppresses delete failures the same way and leaves the leftovers to orphan
+removal).
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from firn.errors import ValidationError
 from firn.io.base import FileIO
+from firn.io.deletion import KeptFile, delete_confined
 from firn.maintenance.runner import UnitContext, UnitResult, WorkUnit, execute_unit, make_unit
+from firn.spec.deletion_scope import DeletionScope
 
 DELETE_UNIT = "delete-files"
 # Paths per unit when no concurrency was asked for: big enough that unit overhead (a Spark
@@ -28,12 +36,14 @@ DEFAULT_BATCH = 1000
 def delete_units(
     files: Mapping[str, Mapping[str, int]],
     *,
+    scope: DeletionScope,
     io: FileIO,
     metadata_location: str,
     io_ref: str | None,
     max_concurrent_deletes: int | None = None,
 ) -> list[WorkUnit]:
-    """Units deleting ``files`` (kind -> path -> size; a size below 0 is unknown).
+    """Units deleting ``files`` (kind -> path -> size; a size below 0 is unknown) under
+    ``scope`` (the table's :meth:`~firn.maintenance.base.MaintainedTable.deletion_scope`).
 
     Without ``max_concurrent_deletes`` each unit deletes up to ``DEFAULT_BATCH`` paths with
     the FileIO's own parallel ``delete_many``. With it, the paths are split into at least that
@@ -55,6 +65,7 @@ def delete_units(
                 "paths": [p for p, _ in chunk],
                 "sizes": [s for _, s in chunk],
                 "sequential": bool(max_concurrent_deletes),
+                "scope": scope.to_dict(),
             }
             units.append(
                 make_unit(
@@ -67,31 +78,24 @@ def delete_units(
 def _delete(ctx: UnitContext, payload: dict[str, Any]) -> UnitResult:
     paths = [str(p) for p in payload.get("paths") or []]
     sizes = [int(s) for s in payload.get("sizes") or [-1] * len(paths)]
-    failed: dict[str, str] = {}
-    if not payload.get("sequential"):
-        try:
-            ctx.io.delete_many(paths)
-        except Exception:  # some failed: find which, one by one (missing files are not errors)
-            failed = _one_by_one(ctx.io, paths)
-    else:
-        failed = _one_by_one(ctx.io, paths)
-    deleted = [(p, s) for p, s in zip(paths, sizes) if p not in failed]
+    raw_scope = payload.get("scope")
+    if not isinstance(raw_scope, dict):
+        raise ValidationError(
+            f"{DELETE_UNIT} unit for {ctx.metadata_location} carries no deletion scope: nothing is "
+            "deleted without one (a unit from an older Firn? plan again)"
+        )
+    report = delete_confined(
+        ctx.io, DeletionScope.from_dict(raw_scope), paths, sequential=bool(payload.get("sequential"))
+    )
+    gone = set(report.deleted)
+    deleted = [(p, s) for p, s in zip(paths, sizes) if p in gone]
     return {
         "file-kind": payload.get("file-kind"),
         "deleted": len(deleted),
         "deleted-bytes": sum(max(s, 0) for _, s in deleted),
-        "failed": [{"path": p, "error": e} for p, e in failed.items()],
+        "kept": [{"path": k.path, "kind": k.kind, "reason": k.reason} for k in report.kept],
+        "failed": [{"path": f.path, "error": f.error} for f in report.failed],
     }
-
-
-def _one_by_one(io: FileIO, paths: Sequence[str]) -> dict[str, str]:
-    failed: dict[str, str] = {}
-    for p in paths:
-        try:
-            io.delete(p)
-        except Exception as e:
-            failed[p] = f"{type(e).__name__}: {e}"
-    return failed
 
 
 def run_delete_unit(unit: WorkUnit) -> UnitResult:
@@ -105,7 +109,14 @@ class DeleteTally:
 
     deleted: dict[str, int] = field(default_factory=dict)
     deleted_bytes: dict[str, int] = field(default_factory=dict)
+    kept: list[KeptFile] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+
+    def skipped(self) -> list[tuple[str, str]]:
+        """(path, reason) of every file kept or failed, for a result's ``skipped``."""
+        return [(k.path, f"kept ({k.kind}): {k.reason}") for k in self.kept] + [
+            (p, f"not deleted: {e}") for p, e in self.failed
+        ]
 
 
 def tally(results: Sequence[UnitResult]) -> DeleteTally:
@@ -114,6 +125,10 @@ def tally(results: Sequence[UnitResult]) -> DeleteTally:
         kind = str(r.get("file-kind"))
         out.deleted[kind] = out.deleted.get(kind, 0) + int(r.get("deleted", 0))
         out.deleted_bytes[kind] = out.deleted_bytes.get(kind, 0) + int(r.get("deleted-bytes", 0))
+        out.kept.extend(
+            KeptFile(path=str(k["path"]), kind=str(k["kind"]), reason=str(k["reason"]))
+            for k in r.get("kept") or []
+        )
         out.failed.extend((str(f["path"]), str(f["error"])) for f in r.get("failed") or [])
     return out
 

@@ -35,7 +35,9 @@ from firn.core.updates import TableRequirement, TableUpdate
 from firn.deletes.index import partition_key
 from firn.deletes.writers import referenced_data_file_of
 from firn.errors import CommitStateUnknown, FirnError, ValidationConflict
+from firn.io.deletion import delete_quietly
 from firn.spec.content import DataFile, FileContent
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.field_ids import DELETE_FILE_PATH_ID
 from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
 from firn.spec.table_metadata import TableMetadata
@@ -258,11 +260,13 @@ def commit_groups(
         return BatchOutcome(None, [], {g.group_id: str(e) for g in groups})
     dropped = [g for g in groups if g.group_id in action.failed]
     orphans = [p for g in dropped for p in g.written]
-    if orphans:
-        try:
-            table.io.delete_many(orphans)
-        except Exception:  # best effort: orphan removal reclaims them
-            log.warning("could not delete %d outputs of dropped rewrite groups", len(orphans))
+    # Best effort: orphan removal reclaims what is left.
+    delete_quietly(
+        table.io,
+        DeletionScope.for_written(table.name, table.metadata),
+        orphans,
+        "dropped rewrite group output",
+    )
     snapshot = result.snapshot
     return BatchOutcome(
         snapshot.snapshot_id if snapshot is not None else None,

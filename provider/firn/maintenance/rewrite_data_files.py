@@ -41,6 +41,7 @@ from firn.core.scan import to_expression
 from firn.deletes.index import partition_key
 from firn.errors import FirnError, StalePlan, ValidationError
 from firn.expressions import bind
+from firn.io.deletion import delete_quietly
 from firn.maintenance.base import (
     MaintainedTable,
     MaintenanceOperation,
@@ -75,6 +76,7 @@ from firn.maintenance.rewrite_planning import (
 from firn.maintenance.runner import LocalRunner, Runner, UnitFunction, UnitResult, WorkUnit, make_unit
 from firn.spec import summary as S
 from firn.spec.content_json import data_file_from_json
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.schema_json import sort_order_from_json, sort_order_to_json
 from firn.spec.snapshots import MAIN_BRANCH
 from firn.spec.sorting import SortOrder
@@ -308,11 +310,8 @@ def _group_change(g: FileGroup, result: UnitResult) -> GroupChange:
 
 def _delete_outputs(table: MaintainedTable, results: Sequence[UnitResult]) -> None:
     paths = [str(f["file-path"]) for r in results for f in r.get("added", [])]
-    if paths:
-        try:
-            table.io.delete_many(paths)
-        except Exception:  # best effort: orphan removal reclaims them
-            log.warning("could not delete %d rewrite outputs of %s", len(paths), table.name)
+    # Best effort: orphan removal reclaims what is left.
+    delete_quietly(table.io, DeletionScope.for_written(table.name, table.metadata), paths, "rewrite output")
 
 
 def _remove_dangling(table: MaintainedTable, branch: str) -> tuple[int | None, int]:

@@ -27,7 +27,6 @@ of the group's data files, or the concurrent removal of a file it replaces, drop
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -39,6 +38,7 @@ from firn.deletes.bitmap import PositionBitmap
 from firn.deletes.writers import referenced_data_file_of, write_deletion_vectors
 from firn.errors import FirnError, StalePlan, Unsupported, ValidationError
 from firn.expressions import bind
+from firn.io.deletion import delete_quietly
 from firn.maintenance.base import (
     MaintainedTable,
     MaintenanceOperation,
@@ -75,6 +75,7 @@ from firn.maintenance.runner import (
 from firn.spec import summary as S
 from firn.spec.content import DataFile, FileContent
 from firn.spec.content_json import data_file_from_json, data_file_to_json
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.snapshots import MAIN_BRANCH
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.versions import MIN_FORMAT_VERSION_DELETION_VECTORS
@@ -300,10 +301,8 @@ def _change(g: DVGroup, result: UnitResult | None) -> GroupChange:
 
 def _delete_added(table: MaintainedTable, results: Sequence[UnitResult]) -> None:
     paths = sorted({str(f["file-path"]) for r in results for f in r.get("added", [])})
-    if paths:
-        # Best effort: orphan removal reclaims what is left.
-        with contextlib.suppress(Exception):
-            table.io.delete_many(paths)
+    # Best effort: orphan removal reclaims what is left.
+    delete_quietly(table.io, DeletionScope.for_written(table.name, table.metadata), paths, "rewrite output")
 
 
 # -- the work unit ---------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from firn.core.v4.reader import live_mdvs, manifest_refs, root_table
 from firn.core.v4.writer import root_location
 from firn.errors import FirnError, ValidationError
 from firn.io.base import FileIO
+from firn.io.deletion import delete_quietly
 from firn.maintenance.base import (
     MaintainedTable,
     MaintenanceOperation,
@@ -66,6 +67,7 @@ from firn.spec import summary as S
 from firn.spec import values
 from firn.spec.content import EntryStatus, FileContent, ManifestContent, ManifestEntry, ManifestFile
 from firn.spec.content_json import manifest_file_from_json, manifest_file_to_json
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
 from firn.spec.table_metadata import TableMetadata
 
@@ -156,14 +158,14 @@ class RewriteManifestsPlan(MaintenancePlan[RewriteManifestsResult]):
         errors = [r for r in results if r.get("error")]
         if errors:
             written = [p for r in results for p in r.get("written", [])]
-            if written:
-                table.io.delete_many(written)
+            delete_quietly(
+                table.io, DeletionScope.for_written(table.name, table.metadata), written, "manifest"
+            )
             raise FirnError(f"rewrite_manifests on {self.table}: {errors[0]['error']}; nothing was committed")
         action = _RewriteManifestsAction(self, results)
         committed = Transaction(table).add_action(action).commit()
         dropped = [p for gid in action.dropped for p in action.written.get(gid, [])]
-        if dropped:
-            table.io.delete_many(dropped)
+        delete_quietly(table.io, DeletionScope.for_written(table.name, table.metadata), dropped, "manifest")
         snap = committed.snapshot
         groups = action.applied if snap is not None else []
         mdvs = sum(1 for g in self.leaf_groups if g.group_id in groups for x in g.inputs if x.mdv is not None)
@@ -441,7 +443,7 @@ def rewrite_legacy_group(
                 )
             )
     except BaseException:
-        io.delete_many(written)
+        delete_quietly(io, DeletionScope.for_written(md.location, md), written, "manifest")
         raise
     return {
         "group-id": group.group_id,

@@ -33,10 +33,12 @@ from pyroaring import BitMap
 from firn.core.v4.entries import set_version_info, write_leaf
 from firn.core.v4.reader import ManifestRef, decode_mdv, live_np, manifest_refs, mdv_keep_mask, read_leaf
 from firn.io.base import FileIO
+from firn.io.deletion import delete_quietly
 from firn.maintenance.rewrite_planning import pack
 from firn.manifests.v4_layout import V4Layout, specs_partition_ids
 from firn.spec.content import EntryStatus, FileContent, FileFormat, ManifestEntry, ManifestStats
 from firn.spec.content_json import data_file_from_json, data_file_to_json
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.table_metadata import TableMetadata
 
 SMALL_LEAF_RATIO = 0.75
@@ -317,7 +319,7 @@ def rewrite_leaf_group(
                 for start in range(0, part.num_rows, target):
                     emit(part.slice(start, target), "delete", key)
     except BaseException:
-        io.delete_many(written)
+        delete_quietly(io, DeletionScope.for_written(md.location, md), written, "leaf manifest")
         raise
     return out, written
 

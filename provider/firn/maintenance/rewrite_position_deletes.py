@@ -33,6 +33,7 @@ from firn.deletes.index import partition_key
 from firn.deletes.writers import referenced_data_file_of, write_position_delete_file
 from firn.errors import FirnError, ValidationError
 from firn.expressions import bind
+from firn.io.deletion import delete_quietly
 from firn.io.parquet_read import read_parquet_table
 from firn.maintenance.base import (
     MaintainedTable,
@@ -73,6 +74,7 @@ from firn.maintenance.runner import (
 from firn.spec import summary as S
 from firn.spec.content import DataFile, FileContent
 from firn.spec.content_json import data_file_from_json, data_file_to_json
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.locations import DefaultLocationProvider
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.versions import MIN_FORMAT_VERSION_DELETION_VECTORS, MIN_FORMAT_VERSION_ROW_LEVEL_DELETES
@@ -198,8 +200,9 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
         errors = [r for r in results if r.get("error")]
         if errors and not partial:
             paths = sorted({str(f["file-path"]) for r in results for f in r.get("added", [])})
-            if paths:
-                table.io.delete_many(paths)
+            delete_quietly(
+                table.io, DeletionScope.for_written(table.name, table.metadata), paths, "rewrite output"
+            )
             raise FirnError(
                 f"{self.OPERATION} on {self.table}: group {errors[0]['group-id']} failed ({errors[0]['error']}); "
                 "nothing was committed"
@@ -289,7 +292,9 @@ def _write_chunks(
                 )
             )
     except BaseException:
-        io.delete_many([f.file_path for f in out])
+        delete_quietly(
+            io, DeletionScope.for_written(md.location, md), [f.file_path for f in out], "rewrite output"
+        )
         raise
     return out
 

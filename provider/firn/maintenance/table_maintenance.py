@@ -40,8 +40,10 @@ class TableMaintenance:
         return ExpireSnapshots(self._table, **options)
 
     def remove_orphan_files(self, **options: object) -> RemoveOrphanFiles:
-        """Find (and with ``dry_run=False`` delete) files under the table location that no
-        snapshot or metadata file references. Options (Iceberg's): ``older_than``,
+        """Find files under the table location that no snapshot or metadata file references;
+        with ``dry_run=False`` record new ones and delete those an earlier run recorded at least
+        ``orphans.grace`` ago (two phases; only inside the table's own places, never through a
+        symlink or into another table's location). Options (Iceberg's): ``older_than``,
         ``location``, ``dry_run``, ``max_concurrent_deletes``, ``prefix_mismatch_mode``,
         ``equal_schemes``, ``equal_authorities``, ``stream_results`` and ``prefix_listing``
         (accepted, no effect); Firn's ``force``."""

@@ -31,13 +31,15 @@ from firn.core.metadata_io import new_metadata_location, write_metadata
 from firn.core.updates import AssignUUID, TableRequirement, TableUpdate
 from firn.errors import AlreadyExists, CommitConflict, CommitStateUnknown, ValidationError
 from firn.io.base import FileIO
+from firn.io.deletion import delete_quietly
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.locations import normalize_location
 from firn.spec.partitioning import PARTITION_FIELD_ID_START, UNPARTITIONED
 from firn.spec.sorting import UNSORTED
 from firn.spec.table_metadata import TableMetadata, now_ms
 from firn.spec.view_metadata import ViewMetadata
 from firn.views.builder import apply_view_updates
-from firn.views.metadata_io import new_view_metadata_location, write_view_metadata
+from firn.views.metadata_io import new_view_metadata_location, view_metadata_dir, write_view_metadata
 from firn.views.updates import AssertViewUUID, ViewUpdate
 from firn.views.view import View
 
@@ -45,6 +47,15 @@ logger = logging.getLogger(__name__)
 
 # Attempts at one commit when the catalog's swap loses to a concurrent commit.
 SERVER_COMMIT_ATTEMPTS = 5
+
+
+def _name(ident: Identifier) -> str:
+    return ".".join(ident)
+
+
+def _view_scope(ident: Identifier, metadata: ViewMetadata) -> DeletionScope:
+    """The own places of a view whose new metadata file a failed commit leaves behind."""
+    return DeletionScope.build(_name(ident), [metadata.location, view_metadata_dir(metadata)])
 
 
 def _pause(attempt: int) -> None:
@@ -139,7 +150,7 @@ def create_from_updates(
     try:
         catalog.register_table(ident, location)
     except AlreadyExists as e:
-        catalog.io.delete(location)
+        delete_quietly(catalog.io, DeletionScope.for_written(_name(ident), metadata), [location], "metadata")
         raise CommitConflict(f"commit requirement failed: {e}") from e
     return CommittedMetadata(metadata, location)
 
@@ -212,13 +223,13 @@ def commit_view(
         except CommitStateUnknown:
             raise  # the pointer may name the new file: keep it
         except CommitConflict:
-            io.delete(location)
+            delete_quietly(io, _view_scope(ident, metadata), [location], "view metadata")
             if attempt == SERVER_COMMIT_ATTEMPTS:
                 raise
             _pause(attempt)
             continue
         except BaseException:
-            io.delete(location)
+            delete_quietly(io, _view_scope(ident, metadata), [location], "view metadata")
             raise
         return metadata, location
     raise AssertionError("unreachable")  # pragma: no cover

@@ -29,7 +29,6 @@ partition and flush; repartition by the partition columns first for fewer, large
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import uuid
 from collections.abc import Iterator, Mapping
@@ -42,9 +41,11 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from firn.core.writer import write_data_files
 from firn.errors import FirnError, ValidationError
+from firn.io.deletion import delete_confined, delete_quietly
 from firn.spark.config import CatalogConfig, executor_io, executor_metadata, table_name
 from firn.spark.typemap import check_write_schema, from_spark_table
 from firn.spec.content import DataFile
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.locations import DefaultLocationProvider
 from firn.spec.properties import IsolationLevel
 from firn.spec.snapshots import MAIN_BRANCH
@@ -189,8 +190,12 @@ class FirnWriter(DataSourceArrowWriter):
             flush()
         except BaseException:
             # Spark hands abort() no message for a failed task: clean up here.
-            with contextlib.suppress(Exception):
-                io.delete_many([f.file_path for f in written])
+            delete_quietly(
+                io,
+                DeletionScope.for_written(self.table, metadata),
+                [f.file_path for f in written],
+                "task output",
+            )
             raise
         return FirnCommitMessage(written)
 
@@ -232,7 +237,9 @@ class FirnWriter(DataSourceArrowWriter):
             for info in io.list_prefix(data_path)
             if info.location.rsplit("/", 1)[-1].startswith(self.write_id)
         ]
-        io.delete_many([*paths, *named])
+        report = delete_confined(io, DeletionScope.for_written(self.table, metadata), [*paths, *named])
+        if report.kept or report.failed:
+            log.warning("aborted write %s to %s: %s", self.write_id, self.table, report.summary())
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ since no spec defines root-manifest flush thresholds.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
@@ -55,6 +56,10 @@ MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
 MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"
 MAX_REF_AGE_MS = "history.expire.max-ref-age-ms"
 GC_ENABLED = "gc.enabled"
+# Two-phase orphan removal (issue 18, in the manner of S3 Tables): a file found unreferenced is
+# recorded first and deleted only by a later run, once it was recorded at least this long ago.
+# A duration with a unit: ``1d`` (the default), ``36h``, ``90m``, ``600s``, ``500ms``, or ``0``.
+ORPHANS_GRACE = "orphans.grace"
 
 # V4 (seed 004 "root flush"): soft thresholds a maintenance flush watches, and the factor
 # above which a writer flushes synchronously instead of growing the root further. Every
@@ -112,6 +117,21 @@ def _bool(key: str, raw: str) -> bool:
     if text in ("false", "0", "no"):
         return False
     raise ValidationError(f"table property {key!r} must be true or false, got {raw!r}")
+
+
+_DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$", re.IGNORECASE)
+
+
+def parse_duration_ms(key: str, raw: str) -> int:
+    """A duration property in milliseconds: a whole number with a unit (``ms``, ``s``, ``m``,
+    ``h``, ``d``), e.g. ``1d`` or ``36h``; a bare number is refused (which unit?) except ``0``."""
+    m = _DURATION.match(str(raw))
+    if m is None or (m.group(2) is None and int(m.group(1)) != 0):
+        raise ValidationError(
+            f"table property {key!r} must be a duration such as 1d, 36h, 90m, 600s or 0, got {raw!r}"
+        )
+    return int(m.group(1)) * _DURATION_UNITS_MS[(m.group(2) or "ms").lower()]
 
 
 def _str(key: str, raw: str) -> str:
@@ -232,6 +252,7 @@ class TableProperties:
     min_snapshots_to_keep: int = field(default=1, metadata=_declared(MIN_SNAPSHOTS_TO_KEEP, _int(minimum=1)))
     max_ref_age_ms: int | None = field(default=None, metadata=_declared(MAX_REF_AGE_MS, _int(minimum=0)))
     gc_enabled: bool = field(default=True, metadata=_declared(GC_ENABLED, _bool))
+    orphans_grace_ms: int = field(default=86_400_000, metadata=_declared(ORPHANS_GRACE, parse_duration_ms))
     root_max_data_files: int = field(default=200, metadata=_declared(ROOT_MAX_DATA_FILES, _int(minimum=1)))
     root_max_delete_vectors: int = field(
         default=200, metadata=_declared(ROOT_MAX_DELETE_VECTORS, _int(minimum=1))
@@ -350,6 +371,7 @@ _FIELDS = _declared_fields(TableProperties)
 __all__ = [name for name in dir() if name.isupper() and not name.startswith("_")] + [
     "IsolationLevel",
     "MaintenanceThresholds",
+    "parse_duration_ms",
     "RowLevelMode",
     "TableProperties",
 ]

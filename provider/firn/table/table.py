@@ -20,6 +20,7 @@ from firn.core.tree_types import SnapshotChanges
 from firn.core.trees import snapshot_changes, snapshots_between
 from firn.io.base import FileIO
 from firn.maintenance import TableHealth, TableMaintenance, table_health
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.partitioning import PartitionSpec
 from firn.spec.schema import Schema
 from firn.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
@@ -313,6 +314,14 @@ class Table:
         manager that raises ``LeaseHeld`` on entry while another run holds it, and renews the
         lease until the block ends (``firn.catalog.lease``)."""
         return self.catalog.maintenance_lease(self.identifier, operation)
+
+    def deletion_scope(self) -> DeletionScope:
+        """Where a destructive step on this table may delete: its location, ``write.data.path``
+        and ``write.metadata.path``, minus the place of every other table and view of its
+        catalog that overlaps them (one catalog query; ``firn.spec.deletion_scope``)."""
+        return DeletionScope.for_table(
+            self.name, self.metadata, self.catalog.entry_locations(), self_identifier=self.identifier
+        )
 
     def health(self) -> TableHealth:
         """Maintenance metrics of the current snapshot (files, small files, deletes, manifests,

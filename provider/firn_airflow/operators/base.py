@@ -34,7 +34,12 @@ from firn.errors import FirnError, LeaseHeld, ValidationError
 from firn_airflow.assets import firn_asset
 from firn_airflow.constants import DEFAULT_CONN_ID, EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
 from firn_airflow.hooks.firn import FirnHook
-from firn_airflow.operators.lineage import dataset_identity, maintenance_lineage, openlineage_facets
+from firn_airflow.operators.lineage import (
+    dataset_identity,
+    deletion_summary,
+    maintenance_lineage,
+    openlineage_facets,
+)
 from firn_airflow.operators.options import merge_options
 from firn_airflow.operators.outlets import default_outlets, publish_event
 from firn_airflow.operators.runners import (
@@ -360,6 +365,9 @@ class FirnMaintenanceBaseOperator(BaseOperator):
             fn = lambda: job.run(operation, name, options)  # noqa: E731
         result = self._with_lease_policy(fn, catalog, name, deadline)
         self.log.info("%s on %s: %s", operation, name, result)
+        summary = deletion_summary(result)
+        if summary is not None:
+            self.log.info("%s on %s: %s", operation, name, summary)
         return result
 
     def _spark_settings(self) -> SparkSettings:

@@ -110,6 +110,30 @@ def _figures(entry: Mapping[str, Any]) -> dict[str, int | None]:
     return {}
 
 
+def deletion_summary(entry: Mapping[str, Any]) -> str | None:
+    """One log line of what a run that deletes files (expiry, orphan removal) recorded,
+    deleted and kept; None for other operations and for plans."""
+    op = entry.get("operation")
+    if op not in (EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES) or "description" in entry:
+        return None
+    parts = []
+    if op == REMOVE_ORPHAN_FILES:
+        recorded = entry.get("recorded_file_locations") or []
+        grace = _int(entry, "grace_ms")
+        parts.append(
+            f"recorded {len(recorded)} new orphans"
+            + (f" (deleted by a run at least {grace / 3_600_000:g} h later: orphans.grace)" if grace else "")
+        )
+        parts.append(f"{_int(entry, 'waiting_files') or 0} recorded orphans still within their grace")
+    parts.append(f"deleted {_sum_values(entry, 'deleted_files') or 0} files")
+    parts.append(
+        f"kept {_int(entry, 'kept_outside_location') or 0} outside the table's own locations "
+        "(or inside another table's; never deleted)"
+    )
+    prefix = "dry run, nothing changed: would have " if entry.get("dry_run") is True else ""
+    return prefix + ", ".join(parts)
+
+
 def maintenance_lineage(results: Iterable[Mapping[str, Any]]) -> MaintenanceLineage:
     """Sum the figures of ``results`` (each an operation's ``result.to_dict()``)."""
     totals: dict[str, int | None] = {}
@@ -299,6 +323,7 @@ __all__ = [
     "DatasetIdentity",
     "MaintenanceLineage",
     "dataset_identity",
+    "deletion_summary",
     "maintenance_facet",
     "maintenance_lineage",
     "openlineage_facets",

@@ -102,9 +102,13 @@ class FirnExpireSnapshotsOperator(FirnMaintenanceBaseOperator):
 
 class FirnRemoveOrphanFilesOperator(FirnMaintenanceBaseOperator):
     """Find files under the table location that nothing references (Iceberg's
-    ``remove_orphan_files``). Like Iceberg's procedure it deletes nothing unless
+    ``remove_orphan_files``). Like Iceberg's procedure it changes nothing unless
     ``options={"dry-run": False}``: by default the result lists the orphans (paths, count,
-    bytes). ``dry_run=True`` instead only plans, as for every operator.
+    bytes). With it, removal has two phases: a run records new orphans under
+    ``metadata/orphans/`` and deletes those an earlier run recorded at least ``orphans.grace``
+    ago (a table property, default ``1d``); only inside the table's own locations. The result
+    (XCom) and the task log say what was recorded, deleted and kept. ``dry_run=True`` instead
+    only plans, as for every operator.
 
     :param older_than: only files last modified before this are orphans (templated; default
         3 days ago; less than a day ago needs ``options={"force": True}``).

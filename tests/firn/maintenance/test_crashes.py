@@ -26,9 +26,11 @@ from firn.maintenance.runner import LocalRunner, UnitFunction, UnitResult, WorkU
 from firn.table.table import Table
 from tests.fixtures.catalogs import make_sqlite_catalog
 from tests.fixtures.maintenance import (
+    backdate_orphan_record,
     files_by_snapshot,
     files_on_disk,
     local,
+    remove_orphans,
     rows,
     rows_by_snapshot,
     soon_ms,
@@ -102,6 +104,9 @@ def _table(directory: Path, operation: str) -> Table:
             p = strays / f"stray-{i}.parquet"
             p.write_bytes(b"left behind by a writer that crashed days ago")
             os.utime(p, (old, old))
+        # Phase one ran two days ago: the strays are recorded, so the run deletes them.
+        t.maintenance.remove_orphan_files(dry_run=False).run()
+        assert backdate_orphan_record(t, 2 * DAY_MS) == 8
     return t
 
 
@@ -220,9 +225,10 @@ def test_a_run_killed_at_each_step_leaves_a_committed_state(
         assert referenced == before_referenced
 
     _wait_for_the_lease(catalog)
-    result = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
-    assert {local(p) for p in result.orphan_file_locations} == disk - referenced
-    assert files_on_disk(t.location) == _referenced(t)  # every leftover reclaimed, nothing else
+    result = remove_orphans(t, older_than=soon_ms(), force=True)  # recorded, then deleted
+    record = local(result.record_location)
+    assert {local(p) for p in result.deleted_file_locations} == disk - referenced - {record}
+    assert files_on_disk(t.location) - {record} == _referenced(t)  # every leftover reclaimed, nothing else
     assert rows(t) == before_rows
 
     # The table is not stuck: the operation runs again to completion.

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from tests.fixtures.catalogs import make_sqlite_catalog
-from tests.fixtures.maintenance import files_on_disk, local, soon_ms
+from tests.fixtures.maintenance import files_on_disk, local, remove_orphans, soon_ms
 
 pytestmark = pytest.mark.interop
 
@@ -56,8 +56,8 @@ def test_pyiceberg_reads_its_table_identically_after_expiry_and_orphan_removal(t
     disk = files_on_disk(t.location)
     result = t.maintenance.expire_snapshots(older_than=soon_ms(), retain_last=2).run()
     assert result.expired_snapshot_ids and result.deleted_data_files_count > 0
-    orphans = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
-    assert orphans.orphan_file_locations == (f"file://{stray}",)  # listed in the table's own form
+    orphans = remove_orphans(t, older_than=soon_ms(), force=True)  # recorded, then deleted
+    assert orphans.deleted_file_locations == (f"file://{stray}",)  # listed in the table's own form
     assert str(stray) in disk - files_on_disk(t.location)
 
     reloaded = py.load_table("raw.clicks")

@@ -152,6 +152,9 @@ def _flush(t: Table, round_: int) -> bool:
 
 def _race(catalog: SqlCatalog, uri: str, warehouse: Path, version: int, maintain: Maintain) -> None:
     t = _create(catalog, version)
+    if maintain is _orphans_then_expire:
+        # Two phases: one orphan run records the strays, a later one deletes them.
+        t.set_properties({"orphans.grace": "0"})
     strays = _age_everything(t, 5) if maintain is _orphans_then_expire else set()
     ctx = mp.get_context("spawn")
     start, results = ctx.Event(), ctx.Queue()

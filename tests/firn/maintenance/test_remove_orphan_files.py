@@ -24,7 +24,17 @@ from firn.maintenance.remove_orphan_files import split_location
 from firn.manifests.manifest import read_manifest
 from firn.manifests.manifest_list import read_manifest_list
 from firn.table.table import Table
-from tests.fixtures.maintenance import files_on_disk, rows, soon_ms
+from tests.fixtures.maintenance import (
+    backdate_orphan_record,
+    files_on_disk,
+    local,
+    orphan_record,
+    remove_orphans,
+    rows,
+    soon_ms,
+)
+
+DAY_MS = 24 * 3600 * 1000
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("g", pa.string())])
 
@@ -69,13 +79,24 @@ def test_dry_run_reports_orphans_and_deletes_nothing(sqlite_catalog: SqlCatalog,
     assert isinstance(result, RemoveOrphanFilesResult) and result.dry_run
     assert set(result.orphan_file_locations) == {stray, old_meta}
     assert result.orphan_files_count == 2 and result.orphan_bytes == 200 and result.deleted_files == 0
-    assert files_on_disk(t.location) == disk
-    # dry_run=False deletes them and nothing else; the table still reads.
+    assert set(result.recorded_file_locations) == {stray, old_meta}  # would record: nothing written
+    assert files_on_disk(t.location) == disk and orphan_record(t) == {}
+    # dry_run=False, first run: records them (phase one), deletes nothing.
     before = rows(t)
+    first = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
+    assert set(first.recorded_file_locations) == {stray, old_meta} and first.deleted_files == 0
+    record = local(first.record_location)
+    assert files_on_disk(t.location) == disk | {record} and set(orphan_record(t)) == {stray, old_meta}
+    # Within the grace (1 day by default) a second run only waits.
+    waiting = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
+    assert waiting.waiting_files == 2 and waiting.deleted_files == 0 and waiting.recorded_files == 0
+    # Recorded a day ago: deleted now, and nothing else; the table still reads.
+    backdate_orphan_record(t, DAY_MS)
     result = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
     assert result.deleted_files == 2 and result.deleted_bytes == 200
-    assert files_on_disk(t.location) == disk - {stray, old_meta}
-    assert rows(t) == before
+    assert set(result.deleted_file_locations) == {stray, old_meta}
+    assert files_on_disk(t.location) == (disk - {stray, old_meta}) | {record}
+    assert orphan_record(t) == {} and rows(t) == before
     assert t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True).plan().orphans == ()
 
 
@@ -86,7 +107,7 @@ def test_files_younger_than_older_than_are_kept(sqlite_catalog: SqlCatalog) -> N
     plan = t.maintenance.remove_orphan_files().plan()  # default: 3 days
     assert [o.path for o in plan.orphans] == [old] and plan.too_young >= 1
     assert young not in {o.path for o in plan.orphans}
-    assert "dry run: nothing is deleted" in str(plan)
+    assert "dry run: nothing is recorded or deleted" in str(plan)
 
 
 def test_less_than_a_day_needs_force(sqlite_catalog: SqlCatalog) -> None:
@@ -121,19 +142,21 @@ def test_referenced_files_hidden_files_and_the_location_option(sqlite_catalog: S
 def test_plan_round_trips_and_a_commit_after_planning_protects_its_files(sqlite_catalog: SqlCatalog) -> None:
     t = _table(sqlite_catalog)
     old = _plant(t, "data/g=a/registered-later.parquet")
+    t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
+    backdate_orphan_record(t, DAY_MS)
     plan = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).plan()
     again = MaintenancePlan.from_json(plan.to_json())
-    assert (
-        isinstance(again, RemoveOrphanFilesPlan) and again == plan and old in {o.path for o in plan.orphans}
-    )
+    assert isinstance(again, RemoveOrphanFilesPlan) and again == plan
+    assert [o.path for o in plan.to_delete] == [old]
     # Another writer registers the file after the plan was made (add_files of an old file).
     os.remove(old)
     pa.parquet.write_table(pa.table({"id": [7777], "g": ["a"]}, schema=SCHEMA), old)  # type: ignore[attr-defined]
     other = sqlite_catalog.load_table("db.t")
     other.add_files([old])
     result = again.execute(t)
-    assert old not in result.orphan_file_locations and os.path.exists(old)
-    assert any(s.item == old for s in result.skipped)
+    assert old not in result.orphan_file_locations and os.path.exists(old) and result.deleted_files == 0
+    assert any(s.item == old for s in result.skipped) and result.unrecorded_files == 1
+    assert old not in orphan_record(t)  # referenced again: dropped from the record
     assert 7777 in {r["id"] for r in rows(t)}
 
 
@@ -161,9 +184,9 @@ def test_orphan_of_a_writer_killed_before_its_commit(sqlite_catalog: SqlCatalog,
     assert leftovers and all(p.endswith(".parquet") for p in leftovers)
     t.refresh()
     assert 900 not in {r["id"] for r in rows(t)}
-    result = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
-    assert set(result.orphan_file_locations) == leftovers
-    assert files_on_disk(t.location) == before
+    result = remove_orphans(t, older_than=soon_ms(), force=True)
+    assert set(result.orphan_file_locations) == set(result.deleted_file_locations) == leftovers
+    assert files_on_disk(t.location) == before | {local(result.record_location)}
 
 
 # -- prefix mismatches: unit level, in memory (any scheme is a plain key there) -------------------------
@@ -194,11 +217,15 @@ def test_prefix_mismatch_modes() -> None:
         and ignore.mismatched == 1
         and "kept for a scheme/authority mismatch" in str(ignore)
     )
+    # DELETE makes the copy an orphan, but it lies outside the table's own location (another
+    # scheme): it is kept and reported, never recorded or deleted (issue 18).
     delete = t.maintenance.remove_orphan_files(
         older_than=soon_ms(), force=True, location=location, prefix_mismatch_mode="DELETE", dry_run=False
     ).run()
-    assert copy in delete.orphan_file_locations and delete.deleted_files == 1
-    assert not t.io.new_input(copy).exists()
+    assert copy not in delete.orphan_file_locations and delete.deleted_files == 0
+    assert delete.kept_outside_location == 1 and delete.recorded_files == 0
+    assert [s.item for s in delete.skipped] == [copy] and "outside-location" in delete.skipped[0].reason
+    assert t.io.new_input(copy).exists()
 
 
 def test_equal_schemes_and_authorities() -> None:
@@ -268,7 +295,9 @@ def test_equal_authorities() -> None:
     with pytest.raises(ValidationError, match="prefix_mismatch_mode"):
         other()
     deleted = t.maintenance.remove_orphan_files(**options, prefix_mismatch_mode="delete").plan()
-    assert [o.path for o in deleted.orphans] == [copy]
+    # An orphan now, but under another authority: outside the table's location, so kept.
+    assert deleted.orphans == () and [k.item for k in deleted.kept] == [copy]
+    assert deleted.kept_outside_location == 1 and copy in str(deleted)
 
 
 def test_s3_schemes_are_equal_by_default() -> None:

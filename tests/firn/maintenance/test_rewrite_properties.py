@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from firn.deletes.writers import write_equality_delete_files
 from tests.fixtures.catalogs import make_sqlite_catalog
-from tests.fixtures.maintenance import local, soon_ms
+from tests.fixtures.maintenance import local, remove_orphans, soon_ms
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("part", pa.int32())])
 
@@ -76,8 +76,8 @@ def _apply(t: Any, op: tuple[Any, ...], model: set[int], next_id: int, version: 
         stray = Path(local(t.location)) / "data" / f"stray-{next_id}.parquet"
         stray.parent.mkdir(parents=True, exist_ok=True)
         stray.write_bytes(b"written by a writer that never committed")
-        result = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
-        assert f"file://{stray}" in result.orphan_file_locations or str(stray) in result.orphan_file_locations
+        result = remove_orphans(t, older_than=soon_ms(), force=True)  # recorded, then deleted
+        assert {f"file://{stray}", str(stray)} & set(result.deleted_file_locations)
         assert not stray.exists()
     return next_id
 

@@ -18,7 +18,7 @@ from firn.errors import StalePlan, ValidationError
 from firn.maintenance import MaintenancePlan, MaintenanceResult
 from firn.table.table import Table
 from tests.fixtures.catalogs import make_sqlite_catalog
-from tests.fixtures.maintenance import local, soon_ms
+from tests.fixtures.maintenance import backdate_orphan_record, local, soon_ms
 from tests.fixtures.rewrites import MOR, JsonRunner, fill, ids, local_files, make_table
 
 # operation -> (format version, options that give it work on the table of _table()).
@@ -41,6 +41,10 @@ def _table(directory: Path, operation: str) -> Table:
     for victim in (1, 6, 22, 41):
         t.delete(f"id = {victim}")
     (Path(local(t.location)) / "data" / "stray.parquet").write_bytes(b"never committed")
+    if operation == "remove_orphan_files":
+        # Phase one ran two days ago: the stray is recorded, so a run now deletes it (units).
+        t.maintenance.remove_orphan_files(**_options(operation)).run()
+        assert backdate_orphan_record(t, 2 * 24 * 3600 * 1000) >= 1
     return t
 
 

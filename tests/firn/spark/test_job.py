@@ -17,6 +17,7 @@ import pytest
 from firn.errors import Unsupported
 from firn.spark import job
 from firn.table.table import Table
+from tests.fixtures.maintenance import backdate_orphan_record
 from tests.fixtures.spark_tables import build_table, catalog_uri, same_rows, spark_catalog
 from tests.fixtures.tables import events
 
@@ -164,6 +165,9 @@ def _later() -> int:
 def _plant_orphans(table: Table) -> None:
     for i in range(2):
         Path(table.location.removeprefix("file://"), "data", f"stray-{i}.parquet").write_bytes(b"x")
+    # Phase one ran two days ago: the strays are recorded, so the job's run deletes them.
+    table.maintenance.remove_orphan_files(older_than=_later(), force=True, dry_run=False).run()
+    backdate_orphan_record(table, 2 * 24 * 3600 * 1000)
 
 
 def _second_position_deletes(table: Table) -> None:

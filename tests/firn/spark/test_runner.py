@@ -35,7 +35,7 @@ from firn.maintenance.runner import (
 )
 from firn.spark import SparkRunner
 from firn.table.table import Table
-from tests.fixtures.maintenance import files_on_disk
+from tests.fixtures.maintenance import backdate_orphan_record, files_on_disk
 from tests.fixtures.spark_tables import build_table, same_rows, spark_catalog
 from tests.fixtures.tables import events
 
@@ -155,7 +155,10 @@ def _orphans(t: Table) -> Any:
     data = Path(t.location.removeprefix("file://")) / "data"
     for i in range(3):
         (data / f"stray-{i}.parquet").write_bytes(b"not referenced")
-    return t.maintenance.remove_orphan_files(**{"older-than": _later(), "dry-run": False, "force": True})
+    options = {"older-than": _later(), "dry-run": False, "force": True}
+    t.maintenance.remove_orphan_files(**options).run()  # phase one: recorded...
+    backdate_orphan_record(t, 2 * 24 * 3600 * 1000)  # ...two days ago, so this run deletes them
+    return t.maintenance.remove_orphan_files(**options)
 
 
 def _dv_rewrite(t: Table) -> Any:

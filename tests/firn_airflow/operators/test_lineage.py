@@ -20,6 +20,7 @@ import pytest
 from firn_airflow.operators.lineage import (
     MAINTENANCE_FACET,
     dataset_identity,
+    deletion_summary,
     maintenance_lineage,
     openlineage_facets,
     storage_identity,
@@ -35,6 +36,7 @@ from tests.firn_airflow.operators.helpers import (
     xcom,
 )
 from tests.fixtures.airflow import REPO, airflow_cli
+from tests.fixtures.maintenance import backdate_orphan_record
 
 pytestmark = pytest.mark.airflow
 
@@ -45,6 +47,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     catalog = catalog_with_table(tmp_path_factory.mktemp("lineage"))
     table = catalog.load_table("db.events")
     add_orphans(table, "orphan.parquet")
+    table.maintenance.remove_orphan_files(dry_run=False).run()  # phase one: recorded...
+    backdate_orphan_record(table, 2 * 24 * 3600 * 1000)  # ...two days ago: the run below deletes it
     out = {}
     for op, options in [
         ("rewrite_deletion_vectors", DV_OPTIONS),
@@ -92,6 +96,29 @@ def test_each_operation_reports_what_it_rewrote_wrote_and_deleted(results: dict[
     )
     assert total.totals()["files_deleted"] == (orphans.files_deleted or 0) + sum(
         expire["deleted_files"].values()
+    )
+
+
+def test_the_log_says_what_was_recorded_deleted_and_kept(results: dict[str, dict[str, Any]]) -> None:
+    orphans = deletion_summary(results["remove_orphan_files"])
+    assert orphans is not None
+    assert "recorded 0 new orphans" in orphans and "deleted 1 files" in orphans
+    assert "kept 0 outside the table's own locations" in orphans
+    expire = deletion_summary(results["expire_snapshots"])
+    assert (
+        expire is not None
+        and f"deleted {sum(results['expire_snapshots']['deleted_files'].values())} files" in expire
+    )
+    assert deletion_summary(results["rewrite_data_files"]) is None
+    recording = {
+        "operation": "remove_orphan_files",
+        "recorded_file_locations": ["a", "b"],
+        "grace_ms": 86_400_000,
+    }
+    assert deletion_summary(recording) == (
+        "recorded 2 new orphans (deleted by a run at least 24 h later: orphans.grace), "
+        "0 recorded orphans still within their grace, deleted 0 files, "
+        "kept 0 outside the table's own locations (or inside another table's; never deleted)"
     )
 
 

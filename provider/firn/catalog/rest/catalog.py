@@ -12,10 +12,12 @@ refreshes, re-applies its actions and retries. A 5xx or a lost answer is
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from firn.catalog.base import Identifier, IdentifierLike, PropertiesUpdateSummary, to_identifier
+from firn.catalog.base_catalog import CatalogEntryLocation, EntryKind
 from firn.catalog.lease import LeaseInfo, MaintenanceLease
 from firn.catalog.rest import protocol as p
 from firn.catalog.rest.base import response_object, string_map
@@ -34,6 +36,7 @@ from firn.errors import (
     NamespaceNotEmpty,
     NoSuchNamespace,
     NoSuchTable,
+    NotFound,
     Unsupported,
 )
 from firn.spec.locations import normalize_location
@@ -45,6 +48,8 @@ from firn.table.table import Table
 if TYPE_CHECKING:
     from firn.core.create import PartitionSpecLike, SchemaLike, SortOrderLike
     from firn.spec.table_metadata import TableMetadata
+
+_log = logging.getLogger(__name__)
 
 _NAMESPACE = Route(not_found=NoSuchNamespace, conflict=AlreadyExists)
 _DROP_NAMESPACE = Route(not_found=NoSuchNamespace, conflict=NamespaceNotEmpty)
@@ -292,6 +297,42 @@ class RestCatalog(RestViewOperations):
             route=_TABLE,
             params={"purgeRequested": "true" if purge else "false"},
         )
+
+    def entry_locations(self) -> list[CatalogEntryLocation]:
+        """Where every table and view the server lists lives, by walking its namespaces and
+        loading each entry (the REST protocol has no bulk listing of locations). An entry
+        that vanishes meanwhile is left out; one that cannot be loaded (not authorized,
+        unreadable) is reported with an unknown location, so destructive steps delete
+        nothing rather than guess."""
+        out: list[CatalogEntryLocation] = []
+        pending: list[Identifier] = [()]
+        seen: set[Identifier] = {()}
+        while pending:
+            ns = pending.pop()
+            if ns:
+                for name in self.list_tables(ns):
+                    out += self._entry(name, "table")
+                if self._supports("GET", p.VIEWS):
+                    for name in self.list_views(ns):
+                        out += self._entry(name, "view")
+            # A server that ignores ``parent`` answers the same namespaces again: visit each once.
+            children = [c for c in self.list_namespaces(ns) if c not in seen]
+            seen.update(children)
+            pending += children
+        return out
+
+    def _entry(self, ident: Identifier, kind: EntryKind) -> list[CatalogEntryLocation]:
+        try:
+            if kind == "table":
+                t = self.load_table(ident)
+                return [CatalogEntryLocation(ident, kind, t.location, t.metadata_location)]
+            v = self.load_view(ident)
+            return [CatalogEntryLocation(ident, kind, v.metadata.location, v.metadata_location)]
+        except NotFound:
+            return []
+        except FirnError as e:
+            _log.warning("cannot tell where %s %s lives: %s", kind, ".".join(ident), e)
+            return [CatalogEntryLocation(ident, kind, None, "")]
 
     def rename_table(self, from_identifier: IdentifierLike, to_identifier: IdentifierLike) -> Table:
         src_ns, src = self._split(from_identifier)

@@ -43,7 +43,9 @@ from firn.deletes.bitmap import PositionBitmap, PositionsLike
 from firn.deletes.writers import referenced_data_file_of, write_position_delete_files
 from firn.errors import NotFound, ValidationError
 from firn.expressions import AlwaysTrue, BooleanExpression
+from firn.io.deletion import delete_quietly
 from firn.spec.content import DataFile, FileContent
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.properties import IsolationLevel
 from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
 from firn.spec.table_metadata import TableMetadata
@@ -242,7 +244,7 @@ class RowDelta(PendingUpdate):
             added_deletes, replaced, more = self._position_deletes(md, tasks)
             written += more
         except BaseException:
-            table.io.delete_many(written)
+            delete_quietly(table.io, DeletionScope.for_written(table.name, md), written, "row delta")
             raise
 
         removed_deletes = {f.file_key: f for f in [*self._removed_deletes, *replaced]}
@@ -255,13 +257,13 @@ class RowDelta(PendingUpdate):
         referenced = {p for d in added_deletes if (p := referenced_data_file_of(d)) is not None}
         missing = sorted(referenced - set(tasks))
         if missing:
-            table.io.delete_many(written)
+            delete_quietly(table.io, DeletionScope.for_written(table.name, md), written, "row delta")
             raise ValidationError(
                 f"deletes refer to {missing[0]}, which is not a live data file of {table.name}"
             )
         gone = sorted(referenced & removed_paths)
         if gone:
-            table.io.delete_many(written)
+            delete_quietly(table.io, DeletionScope.for_written(table.name, md), written, "row delta")
             raise ValidationError(f"deletes refer to {gone[0]}, which this row delta removes")
         if not (added_data or added_deletes or self._removed_data or removed_deletes):
             return None

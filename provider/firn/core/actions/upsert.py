@@ -39,7 +39,9 @@ from firn.core.writer import LINEAGE_FIELDS, write_data_files
 from firn.errors import ValidationError
 from firn.expressions import AlwaysFalse, AlwaysTrue, BooleanExpression, and_, col
 from firn.io.arrow_schema import cast_to_schema, storage
+from firn.io.deletion import delete_quietly
 from firn.spec.content import DataFile
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.properties import RowLevelMode
 from firn.spec.snapshots import MAIN_BRANCH
 from firn.spec.types import PrimitiveType
@@ -311,7 +313,12 @@ def _write_files(
         new_files = write_data_files(table.io, table.metadata, to_write, lineage=lineage)
         written += [f.file_path for f in new_files]
     except BaseException:
-        table.io.delete_many([*written, *(f.file_path for f in rewritten)])
+        delete_quietly(
+            table.io,
+            DeletionScope.for_written(table.name, table.metadata),
+            [*written, *(f.file_path for f in rewritten)],
+            "upsert",
+        )
         raise
     return added_deletes, replaced, rewritten, new_files, written
 

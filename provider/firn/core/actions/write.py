@@ -32,7 +32,9 @@ from firn.expressions import (
     evaluate,
 )
 from firn.expressions.projection import partition_struct, project_strict
+from firn.io.deletion import delete_quietly
 from firn.spec.content import DataFile, FileContent
+from firn.spec.deletion_scope import DeletionScope
 from firn.spec.partitioning import PartitionSpec
 from firn.spec.properties import (
     DEFAULT_NAME_MAPPING,
@@ -294,7 +296,12 @@ def copy_on_write(table: TableHandle, plan: RowDeletePlan) -> list[DataFile]:
                     )
                 )
     except BaseException:
-        table.io.delete_many([f.file_path for f in added])
+        delete_quietly(
+            table.io,
+            DeletionScope.for_written(table.name, table.metadata),
+            [f.file_path for f in added],
+            "rewrite",
+        )
         raise
     return added
 
@@ -406,7 +413,12 @@ def _overwrite(
     try:
         added_new = new_files()
     except BaseException:
-        table.io.delete_many([f.file_path for f in rewritten])
+        delete_quietly(
+            table.io,
+            DeletionScope.for_written(table.name, table.metadata),
+            [f.file_path for f in rewritten],
+            "rewrite",
+        )
         raise
     added = [*rewritten, *added_new]
     written = [*rewritten, *added_new] if delete_new_on_failure else rewritten
