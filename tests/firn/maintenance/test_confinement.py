@@ -151,10 +151,12 @@ def env(tmp_path: Path) -> Iterator[Legacy]:
         "db.t2": catalog.create_table("db.t2", SCHEMA),  # adjacent to t: t is no prefix of it
         "db.linked": catalog.create_table("db.linked", SCHEMA),
         "db.stats": catalog.create_table("db.stats", SCHEMA),
+        # Created before ns2.dot's legacy row: the catalog now refuses to place a table inside
+        # another's location, as ns2.dot's covers the whole namespace directory.
+        "ns2.x": catalog.create_table("ns2.x", SCHEMA),
         # Finding 2: "a/b" nested inside a; "." at its namespace directory, with a table below.
         "db.a_b": _legacy_table(env, "db", "a_b", f"{wh}/db/a/b"),
         "ns2.dot": _legacy_table(env, "ns2", "dot", f"{wh}/ns2"),
-        "ns2.x": catalog.create_table("ns2.x", SCHEMA),
     }
     for i, t in enumerate(tables.values()):
         t.append(_rows(100 * i))
