@@ -33,7 +33,7 @@ import datetime as dt
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -59,6 +59,7 @@ from firn.maintenance.recommend import Recommendation
 from firn.maintenance.runner import LocalRunner
 from firn.spec import summary as S
 from firn.table.table import Table
+from firn.util.secrets import is_secret_key, mask_secrets
 
 CATALOG_ENV = "FIRN_CATALOG_URI"
 CATALOG_NAME_ENV = "FIRN_CATALOG_NAME"
@@ -72,10 +73,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class CliError(click.ClickException):
-    """A one-line error with its exit code."""
+    """A one-line error with its exit code; secrets in it (a catalog URI's password, a secret
+    property, any of ``secrets``) are masked (``firn.util.secrets``)."""
 
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(" ".join(message.split()))
+    def __init__(self, message: str, exit_code: int, *, secrets: Iterable[str] = ()) -> None:
+        super().__init__(mask_secrets(" ".join(message.split()), secrets))
         self.exit_code = exit_code  # type: ignore[misc]  # click declares it on the class
 
     def show(self, file: Any = None) -> None:
@@ -103,7 +105,8 @@ class _FirnGroup(click.Group):
             sys.exit(e.exit_code)
         except click.UsageError as e:
             where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
-            click.echo(f"firn: error: {' '.join(e.format_message().split())}{where}", err=True)
+            message = mask_secrets(" ".join(e.format_message().split()))
+            click.echo(f"firn: error: {message}{where}", err=True)
             sys.exit(EXIT_BAD_INPUT)
         except click.ClickException as e:
             e.show()
@@ -187,18 +190,15 @@ def _open_catalog(s: Settings) -> Catalog:
         # SQLite would create a missing file: a typo would silently open an empty catalog.
         if path and path != ":memory:" and not os.path.exists(path):
             raise CliError(f"catalog database {path} does not exist ({uri})", EXIT_BAD_INPUT)
+    properties = _pairs(s.properties, "--catalog-property")
+    secrets = [v for k, v in properties.items() if is_secret_key(k)]
     try:
-        return load_catalog(
-            uri,
-            warehouse=s.warehouse,
-            name=s.catalog_name or "default",
-            **_pairs(s.properties, "--catalog-property"),
-        )
+        return load_catalog(uri, warehouse=s.warehouse, name=s.catalog_name or "default", **properties)
     except FirnError as e:
-        raise CliError(f"cannot open catalog {uri}: {e}", EXIT_BAD_INPUT) from e
+        raise CliError(f"cannot open catalog {uri}: {e}", EXIT_BAD_INPUT, secrets=secrets) from e
     except Exception as e:  # a URI the database driver rejects (sqlite://relative.db, ...)
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CliError(f"cannot open catalog {uri}: {first}", EXIT_BAD_INPUT) from e
+        raise CliError(f"cannot open catalog {uri}: {first}", EXIT_BAD_INPUT, secrets=secrets) from e
 
 
 @contextmanager

@@ -51,6 +51,7 @@ from firn.io.pyarrow_io import load_file_io
 from firn.spec.locations import METADATA_DIR
 from firn.table.table import Table
 from firn.util.lru import LRUCache
+from firn.util.secrets import mask_secrets
 
 if TYPE_CHECKING:
     from firn.core.create import PartitionSpecLike, SchemaLike, SortOrderLike
@@ -175,7 +176,7 @@ class BaseCatalog(ABC):
         self.close()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._name!r}, warehouse={self._warehouse!r})"
+        return mask_secrets(f"{type(self).__name__}({self._name!r}, warehouse={self._warehouse!r})")
 
     # -- identifiers ---------------------------------------------------------------------------
     @staticmethod
