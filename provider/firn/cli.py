@@ -614,17 +614,49 @@ def maintain_recommend(name: str, run_them: bool, progress: bool | None, **commo
     "--port", default=8181, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on."
 )
 @click.option(
-    "--token",
-    envvar="FIRN_REST_TOKEN",
+    "--token-file",
+    metavar="PATH",
     default=None,
-    help="Bearer token clients must send (env FIRN_REST_TOKEN).",
+    help="File holding the bearer token clients must send (or env FIRN_REST_TOKEN).",
+)
+@click.option(
+    "--token",
+    default=None,
+    help="The bearer token itself: discouraged, as every local user can read the command line.",
+)
+@click.option(
+    "--oauth-client-file",
+    metavar="PATH",
+    default=None,
+    help="File of OAuth2 clients that may obtain tokens, one ID:SECRET a line "
+    "(or env FIRN_REST_OAUTH_CLIENTS, whitespace-separated).",
 )
 @click.option(
     "--oauth-client",
     "oauth_clients",
     multiple=True,
     metavar="ID:SECRET",
-    help="An OAuth2 client allowed to obtain tokens at /v1/oauth/tokens (repeatable).",
+    help="An OAuth2 client on the command line (repeatable): discouraged, like --token.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A name clients may send in the Host header (repeatable; '*' for any). "
+    "Default: loopback names and the --host address.",
+)
+@click.option(
+    "--insecure",
+    is_flag=True,
+    default=False,
+    help="Allow serving a non-loopback address without authentication.",
+)
+@click.option(
+    "--max-request-bytes",
+    type=click.IntRange(1),
+    default=None,
+    help="The largest request body accepted (default 32 MiB).",
 )
 @click.option("--prefix", default=None, help="Serve the catalog under /v1/<prefix>/.")
 @click.option(
@@ -632,14 +664,15 @@ def maintain_recommend(name: str, run_them: bool, progress: bool | None, **commo
     "catalog_properties",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Property of the served catalog.",
+    help="Property of the served catalog (table-default.KEY=VALUE sets a default of new tables).",
 )
 @click.option(
     "--table-default",
     "table_defaults",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Property for tables created over REST that do not set it, e.g. format-version=2.",
+    help="Property for tables created over REST that do not set it, e.g. format-version=3 "
+    "(the format's default is 2).",
 )
 @click.option("--log-level", default="info", show_default=True, help="uvicorn log level.")
 def serve(
@@ -647,33 +680,59 @@ def serve(
     warehouse: str | None,
     host: str,
     port: int,
+    token_file: str | None,
     token: str | None,
+    oauth_client_file: str | None,
     oauth_clients: tuple[str, ...],
+    allowed_hosts: tuple[str, ...],
+    insecure: bool,
+    max_request_bytes: int | None,
     prefix: str | None,
     catalog_properties: tuple[str, ...],
     table_defaults: tuple[str, ...],
     log_level: str,
 ) -> None:
-    """Serve a catalog over the Iceberg REST protocol."""
+    """Serve a catalog over the Iceberg REST protocol.
+
+    Secrets are read from files or the environment, never the command line: the token from
+    --token-file or FIRN_REST_TOKEN, OAuth2 clients from --oauth-client-file or
+    FIRN_REST_OAUTH_CLIENTS. Without either, only a loopback --host is served (or --insecure).
+    """
     try:
-        from firn.rest.serve import serve as run
+        from firn.rest import serve as rest_serve
     except ImportError as e:  # FastAPI and uvicorn come with the "rest" extra
         raise click.ClickException(
             f"firn serve needs the 'rest' extra (pip install 'airflow-provider-firn[rest]'): {e}"
         ) from e
 
+    def warn(message: str) -> None:
+        click.echo(f"firn serve: warning: {message}", err=True)
+
     with _errors():
-        run(
+        secrets = rest_serve.load_secrets(
+            token=token,
+            token_file=token_file,
+            oauth_clients=oauth_clients,
+            oauth_client_file=oauth_client_file,
+        )
+        for message in secrets.warnings:
+            warn(message)
+        properties = _pairs(catalog_properties, "--catalog-property")
+        rest_serve.serve(
             catalog_uri,
             warehouse=warehouse,
             host=host,
             port=port,
-            token=token,
-            oauth_clients=_pairs(oauth_clients, "--oauth-client", sep=":", shape="ID:SECRET"),
+            token=secrets.token,
+            oauth_clients=secrets.oauth_clients,
             prefix=prefix,
-            catalog_properties=_pairs(catalog_properties, "--catalog-property"),
+            catalog_properties=properties,
             table_defaults=_pairs(table_defaults, "--table-default"),
+            allowed_hosts=allowed_hosts or None,
+            insecure=insecure,
+            max_request_bytes=max_request_bytes or rest_serve.DEFAULT_MAX_REQUEST_BYTES,
             log_level=log_level,
+            warn=warn,
         )
 
 

@@ -94,7 +94,7 @@ def test_firn_serve(tmp_path: Path) -> None:
         ),
         (
             ["serve", "--catalog", "memory://", "--oauth-client", "nosecret"],
-            "--oauth-client must be ID:SECRET",
+            "--oauth-client: an OAuth2 client must be written ID:SECRET",
         ),
         (["serve", "--catalog", "memory://", "--port", "70000"], "70000 is not in the range"),
     ],
