@@ -9,8 +9,8 @@ No input produces a 500. A Firn error is the server refusing something a request
 each kind has a 4xx; a failure to read or write a location the request named (a device, a
 missing directory, ``/proc/...``, a file past a read cap) is a 4xx naming the location. What
 remains: ``CommitStateUnknown`` (500, as the spec's ``updateTable`` has it: the client must
-not assume the commit failed), the catalog's database failing (503), the disk being full
-(507), and a bug (500, logged with its traceback). Every 401 carries ``WWW-Authenticate``
+not assume the commit failed), the catalog's database or a fronted REST catalog failing
+(503), the disk being full (507), and a bug (500, logged with its traceback). Every 401 carries ``WWW-Authenticate``
 (RFC 9110 section 11.6.1), and no message shows a secret (:func:`firn.util.secrets.mask_secrets`).
 """
 
@@ -109,6 +109,13 @@ def _causes(error: BaseException) -> list[BaseException]:
     return out
 
 
+def _is_service_failure(error: BaseException) -> bool:
+    """A failure of what the server depends on: its catalog database (SQLAlchemy), a REST
+    catalog it fronts (httpx), or a connection to either."""
+    root = type(error).__module__.split(".")[0]
+    return root in ("sqlalchemy", "httpx", "httpcore") or isinstance(error, ConnectionError | TimeoutError)
+
+
 def status_for(error: FirnError) -> tuple[int, str]:
     """The HTTP status and error type of a Firn error (module docstring)."""
     for cls, status, error_type in _STATUS:
@@ -120,10 +127,10 @@ def status_for(error: FirnError) -> tuple[int, str]:
         return 403, p.FORBIDDEN
     if os_error is not None and os_error.errno in _NO_SPACE_ERRNOS:
         return 507, INSUFFICIENT_STORAGE
+    if any(_is_service_failure(c) for c in causes):
+        return 503, SERVICE_UNAVAILABLE  # the catalog's database or upstream failed, not the request
     if any(isinstance(c, OSError | pa.ArrowException) for c in causes):
         return 400, p.BAD_REQUEST  # reading or writing a location the request named
-    if any(type(c).__module__.split(".")[0] == "sqlalchemy" for c in causes):
-        return 503, SERVICE_UNAVAILABLE  # the catalog's database failed, not the request
     # Any other FirnError is Firn refusing what the request asked for.
     return 400, p.BAD_REQUEST
 
