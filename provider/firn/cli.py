@@ -33,7 +33,7 @@ import datetime as dt
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -59,6 +59,7 @@ from firn.maintenance.recommend import Recommendation
 from firn.maintenance.runner import LocalRunner
 from firn.spec import summary as S
 from firn.table.table import Table
+from firn.util.secrets import is_secret_key, mask_secrets
 
 CATALOG_ENV = "FIRN_CATALOG_URI"
 CATALOG_NAME_ENV = "FIRN_CATALOG_NAME"
@@ -72,10 +73,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class CliError(click.ClickException):
-    """A one-line error with its exit code."""
+    """A one-line error with its exit code; secrets in it (a catalog URI's password, a secret
+    property, any of ``secrets``) are masked (``firn.util.secrets``)."""
 
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(" ".join(message.split()))
+    def __init__(self, message: str, exit_code: int, *, secrets: Iterable[str] = ()) -> None:
+        super().__init__(mask_secrets(" ".join(message.split()), secrets))
         self.exit_code = exit_code  # type: ignore[misc]  # click declares it on the class
 
     def show(self, file: Any = None) -> None:
@@ -103,7 +105,8 @@ class _FirnGroup(click.Group):
             sys.exit(e.exit_code)
         except click.UsageError as e:
             where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
-            click.echo(f"firn: error: {' '.join(e.format_message().split())}{where}", err=True)
+            message = mask_secrets(" ".join(e.format_message().split()))
+            click.echo(f"firn: error: {message}{where}", err=True)
             sys.exit(EXIT_BAD_INPUT)
         except click.ClickException as e:
             e.show()
@@ -187,18 +190,15 @@ def _open_catalog(s: Settings) -> Catalog:
         # SQLite would create a missing file: a typo would silently open an empty catalog.
         if path and path != ":memory:" and not os.path.exists(path):
             raise CliError(f"catalog database {path} does not exist ({uri})", EXIT_BAD_INPUT)
+    properties = _pairs(s.properties, "--catalog-property")
+    secrets = [v for k, v in properties.items() if is_secret_key(k)]
     try:
-        return load_catalog(
-            uri,
-            warehouse=s.warehouse,
-            name=s.catalog_name or "default",
-            **_pairs(s.properties, "--catalog-property"),
-        )
+        return load_catalog(uri, warehouse=s.warehouse, name=s.catalog_name or "default", **properties)
     except FirnError as e:
-        raise CliError(f"cannot open catalog {uri}: {e}", EXIT_BAD_INPUT) from e
+        raise CliError(f"cannot open catalog {uri}: {e}", EXIT_BAD_INPUT, secrets=secrets) from e
     except Exception as e:  # a URI the database driver rejects (sqlite://relative.db, ...)
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CliError(f"cannot open catalog {uri}: {first}", EXIT_BAD_INPUT) from e
+        raise CliError(f"cannot open catalog {uri}: {first}", EXIT_BAD_INPUT, secrets=secrets) from e
 
 
 @contextmanager
@@ -625,17 +625,49 @@ def maintain_recommend(name: str, run_them: bool, progress: bool | None, **commo
     "--port", default=8181, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on."
 )
 @click.option(
-    "--token",
-    envvar="FIRN_REST_TOKEN",
+    "--token-file",
+    metavar="PATH",
     default=None,
-    help="Bearer token clients must send (env FIRN_REST_TOKEN).",
+    help="File holding the bearer token clients must send (or env FIRN_REST_TOKEN).",
+)
+@click.option(
+    "--token",
+    default=None,
+    help="The bearer token itself: discouraged, as every local user can read the command line.",
+)
+@click.option(
+    "--oauth-client-file",
+    metavar="PATH",
+    default=None,
+    help="File of OAuth2 clients that may obtain tokens, one ID:SECRET a line "
+    "(or env FIRN_REST_OAUTH_CLIENTS, whitespace-separated).",
 )
 @click.option(
     "--oauth-client",
     "oauth_clients",
     multiple=True,
     metavar="ID:SECRET",
-    help="An OAuth2 client allowed to obtain tokens at /v1/oauth/tokens (repeatable).",
+    help="An OAuth2 client on the command line (repeatable): discouraged, like --token.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A name clients may send in the Host header (repeatable; '*' for any). "
+    "Default: loopback names and the --host address.",
+)
+@click.option(
+    "--insecure",
+    is_flag=True,
+    default=False,
+    help="Allow serving a non-loopback address without authentication.",
+)
+@click.option(
+    "--max-request-bytes",
+    type=click.IntRange(1),
+    default=None,
+    help="The largest request body accepted (default 32 MiB).",
 )
 @click.option("--prefix", default=None, help="Serve the catalog under /v1/<prefix>/.")
 @click.option(
@@ -643,14 +675,15 @@ def maintain_recommend(name: str, run_them: bool, progress: bool | None, **commo
     "catalog_properties",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Property of the served catalog.",
+    help="Property of the served catalog (table-default.KEY=VALUE sets a default of new tables).",
 )
 @click.option(
     "--table-default",
     "table_defaults",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Property for tables created over REST that do not set it, e.g. format-version=2.",
+    help="Property for tables created over REST that do not set it, e.g. format-version=3 "
+    "(the format's default is 2).",
 )
 @click.option("--log-level", default="info", show_default=True, help="uvicorn log level.")
 def serve(
@@ -658,33 +691,59 @@ def serve(
     warehouse: str | None,
     host: str,
     port: int,
+    token_file: str | None,
     token: str | None,
+    oauth_client_file: str | None,
     oauth_clients: tuple[str, ...],
+    allowed_hosts: tuple[str, ...],
+    insecure: bool,
+    max_request_bytes: int | None,
     prefix: str | None,
     catalog_properties: tuple[str, ...],
     table_defaults: tuple[str, ...],
     log_level: str,
 ) -> None:
-    """Serve a catalog over the Iceberg REST protocol."""
+    """Serve a catalog over the Iceberg REST protocol.
+
+    Secrets are read from files or the environment, never the command line: the token from
+    --token-file or FIRN_REST_TOKEN, OAuth2 clients from --oauth-client-file or
+    FIRN_REST_OAUTH_CLIENTS. Without either, only a loopback --host is served (or --insecure).
+    """
     try:
-        from firn.rest.serve import serve as run
+        from firn.rest import serve as rest_serve
     except ImportError as e:  # FastAPI and uvicorn come with the "rest" extra
         raise click.ClickException(
             f"firn serve needs the 'rest' extra (pip install 'airflow-provider-firn[rest]'): {e}"
         ) from e
 
+    def warn(message: str) -> None:
+        click.echo(f"firn serve: warning: {message}", err=True)
+
     with _errors():
-        run(
+        secrets = rest_serve.load_secrets(
+            token=token,
+            token_file=token_file,
+            oauth_clients=oauth_clients,
+            oauth_client_file=oauth_client_file,
+        )
+        for message in secrets.warnings:
+            warn(message)
+        properties = _pairs(catalog_properties, "--catalog-property")
+        rest_serve.serve(
             catalog_uri,
             warehouse=warehouse,
             host=host,
             port=port,
-            token=token,
-            oauth_clients=_pairs(oauth_clients, "--oauth-client", sep=":", shape="ID:SECRET"),
+            token=secrets.token,
+            oauth_clients=secrets.oauth_clients,
             prefix=prefix,
-            catalog_properties=_pairs(catalog_properties, "--catalog-property"),
+            catalog_properties=properties,
             table_defaults=_pairs(table_defaults, "--table-default"),
+            allowed_hosts=allowed_hosts or None,
+            insecure=insecure,
+            max_request_bytes=max_request_bytes or rest_serve.DEFAULT_MAX_REQUEST_BYTES,
             log_level=log_level,
+            warn=warn,
         )
 
 

@@ -357,6 +357,24 @@ def test_bad_catalogs_exit_2(catalog_args: list[str], message: str) -> None:
     assert result.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("catalog", "shown"),
+    [
+        # Found in issue 18: "firn: error: cannot open catalog postgresql://u:SECRETPW9@..."
+        ("postgresql://u:SECRETPW9@127.0.0.1:1/db", "postgresql://u:***@127.0.0.1:1/db"),
+        ("postgresql://u:p%40SECRETPW9@127.0.0.1:1/db", "postgresql://u:***@127.0.0.1:1/db"),
+        ("postgresql://u@127.0.0.1:1/db?password=SECRETPW9", "postgresql://u@127.0.0.1:1/db?password=***"),
+        ("bogus://u:SECRETPW9@host/x", "unsupported catalog URI 'bogus://u:***@host/x'"),
+    ],
+)
+def test_catalog_errors_never_show_a_password(catalog: str, shown: str) -> None:
+    # Port 1 refuses at once: opening the catalog fails and the error names the URI.
+    result = firn("table", "list", "--catalog", catalog, "-p", "s3.secret-access-key=PROPSECRET7")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert result.stderr.startswith("firn: error: ") and shown in result.stderr
+    assert "SECRETPW9" not in result.output + result.stderr and "PROPSECRET7" not in result.stderr
+
+
 def test_a_held_lease_exits_3_naming_the_holder(uri: str, catalog: SqlCatalog) -> None:
     holding, release = threading.Event(), threading.Event()
 

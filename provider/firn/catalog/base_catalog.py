@@ -54,6 +54,7 @@ from firn.spec.deletion_scope import DeletionScope, table_places
 from firn.spec.locations import METADATA_DIR, normalize_location
 from firn.table.table import Table
 from firn.util.lru import LRUCache
+from firn.util.secrets import mask_secrets
 
 if TYPE_CHECKING:
     from firn.core.create import PartitionSpecLike, SchemaLike, SortOrderLike
@@ -177,7 +178,7 @@ class BaseCatalog(ABC):
         self.close()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._name!r}, warehouse={self._warehouse!r})"
+        return mask_secrets(f"{type(self).__name__}({self._name!r}, warehouse={self._warehouse!r})")
 
     # -- identifiers ---------------------------------------------------------------------------
     @staticmethod

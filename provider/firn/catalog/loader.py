@@ -6,6 +6,7 @@ from __future__ import annotations
 from firn.catalog.base import Catalog
 from firn.catalog.base_catalog import WAREHOUSE
 from firn.errors import Unsupported, ValidationError
+from firn.util.secrets import mask_secrets
 
 _SQL_BACKENDS = ("sqlite", "postgresql", "postgres")
 _REST_SCHEMES = ("rest+http", "rest+https")
@@ -60,7 +61,7 @@ def load_catalog(
 
         return SqlCatalog(name, uri, warehouse=warehouse, properties=properties)
     raise Unsupported(
-        f"unsupported catalog URI {uri!r}: use sqlite:///path/to/catalog.db, postgresql://..., "
+        f"unsupported catalog URI {mask_secrets(repr(uri))}: use sqlite:///path/to/catalog.db, postgresql://..., "
         "memory://, or rest+http(s)://host:port"
     )
 

@@ -81,6 +81,7 @@ from firn.errors import (
 )
 from firn.io.base import FileIO
 from firn.io.pyarrow_io import parse_bool
+from firn.util.secrets import mask_secrets
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ def normalize_sql_uri(uri: str) -> URL:
     try:
         url = make_url(uri)
     except (SQLAlchemyError, ValueError) as e:
-        raise ValidationError(f"invalid catalog URI {uri!r}: {e}") from e
+        raise ValidationError(mask_secrets(f"invalid catalog URI {uri!r}: {e}")) from e
     if url.drivername == "postgresql":
         url = url.set(drivername="postgresql+psycopg")
     return url
@@ -276,7 +277,9 @@ class SqlCatalog(SqlViewsMixin):
         except SQLAlchemyError as e:
             detail = getattr(e, "orig", None) or e
             hint = " (the database stayed locked longer than the busy timeout)" if is_lock_conflict(e) else ""
-            raise FirnError(f"catalog {self.name!r} ({self.url}): {action} failed: {detail}{hint}") from e
+            raise FirnError(
+                mask_secrets(f"catalog {self.name!r} ({self.url}): {action} failed: {detail}{hint}")
+            ) from e
 
     def _check_lengths(self, what: str, value: str, limit: int) -> None:
         if len(value) > limit:

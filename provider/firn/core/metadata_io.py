@@ -7,6 +7,7 @@ import uuid
 
 from firn.errors import AlreadyExists, InvalidMetadata
 from firn.io.base import FileIO
+from firn.io.limits import gunzip_capped
 from firn.spec.metadata_json import metadata_from_json, metadata_to_gzip, metadata_to_json
 from firn.spec.properties import METADATA_COMPRESSION, WRITE_METADATA_PATH
 from firn.spec.table_metadata import TableMetadata
@@ -67,7 +68,10 @@ def write_metadata(io: FileIO, metadata: TableMetadata, location: str) -> int:
 
 def read_metadata(io: FileIO, location: str) -> TableMetadata:
     """Read and parse a metadata file; errors name the file."""
-    data = io.new_input(location).read()
+    file = io.new_input(location)
+    # Capped: the location may come from outside (a REST client's register request).
+    limit = file.read_limits.metadata_json
+    data = gunzip_capped(file.read(limit), limit, location, "table metadata")
     if not data:
         raise InvalidMetadata("metadata file is empty", location=location)
     return metadata_from_json(data, location=location)

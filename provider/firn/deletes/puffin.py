@@ -26,6 +26,7 @@ import zstandard
 
 from firn.errors import InvalidMetadata, ValidationError
 from firn.io.base import InputFile, OutputFile
+from firn.io.limits import ReadLimit
 from firn.util.version import __version__
 
 MAGIC = b"PFA1"  # Puffin Fratercula arctica, version 1
@@ -109,8 +110,23 @@ def _compress(data: bytes, codec: PuffinCodec) -> bytes:
     return zstandard.ZstdCompressor(level=3, write_content_size=True).compress(data)
 
 
-def _decompress(data: bytes, codec: PuffinCodec, *, location: str, what: str) -> bytes:
+def _decompress(
+    data: bytes, codec: PuffinCodec, *, location: str, what: str, limit: ReadLimit | None = None
+) -> bytes:
     try:
+        if codec is PuffinCodec.LZ4 and limit is not None:
+            # Capped: refuse output past the limit before it is produced (a footer is read
+            # from files a client may name; LZ4 inflates up to 255-fold).
+            inflater = lz4.frame.LZ4FrameDecompressor()
+            out = inflater.decompress(data, max_length=limit.max_bytes + 1)
+            limit.check(f"{location} ({what}, decompressed)", len(out))
+            if not inflater.eof:
+                raise InvalidMetadata(f"{what}: the LZ4 frame is truncated", location=location)
+            if inflater.unused_data:
+                raise InvalidMetadata(
+                    f"{what}: {len(inflater.unused_data)} bytes after the single LZ4 frame", location=location
+                )
+            return bytes(out)
         if codec is PuffinCodec.LZ4:
             result, consumed = lz4.frame.decompress(data, return_bytes_read=True)
             if consumed != len(data):
@@ -304,8 +320,11 @@ def _parse_blob(obj: object, index: int, footer_start: int, location: str) -> Bl
     )
 
 
-def _parse_tail(tail: bytes, tail_offset: int, file_size: int, location: str) -> PuffinFooter:
-    """Parse the footer from ``tail``, the file's bytes from ``tail_offset`` to its end.
+def _parse_tail(
+    tail: bytes, tail_offset: int, file_size: int, location: str, limit: ReadLimit | None = None
+) -> PuffinFooter:
+    """Parse the footer from ``tail``, the file's bytes from ``tail_offset`` to its end; a
+    compressed payload may not decompress past ``limit``.
 
     The caller guarantees ``tail`` covers the whole footer (see :func:`_footer_size`).
     """
@@ -326,13 +345,17 @@ def _parse_tail(tail: bytes, tail_offset: int, file_size: int, location: str) ->
     payload = tail[at + len(MAGIC) : at + len(MAGIC) + payload_size]
     compressed = bool(flags & FLAG_FOOTER_PAYLOAD_COMPRESSED)
     if compressed:
-        payload = _decompress(payload, PuffinCodec.LZ4, location=location, what="Puffin footer payload")
+        payload = _decompress(
+            payload, PuffinCodec.LZ4, location=location, what="Puffin footer payload", limit=limit
+        )
     try:
         document = json.loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidMetadata(
             f"Puffin footer payload is not valid UTF-8 JSON: {exc}", location=location
         ) from exc
+    except RecursionError:
+        raise InvalidMetadata("Puffin footer payload is nested too deeply", location=location) from None
     _expect(isinstance(document, dict), "Puffin footer payload is not a JSON object", location)
     blobs = _field(document, "blobs", list, location, "FileMetadata")
     return PuffinFooter(
@@ -392,12 +415,15 @@ def read_puffin_footer(file: InputFile, *, file_size: int | None = None) -> Puff
     tail = file.read_range(tail_offset, size - tail_offset)
     _expect(len(tail) == size - tail_offset, f"short read of the Puffin footer: {len(tail)} bytes", location)
     footer_size = _footer_size(tail, size, location)
+    # The footer size comes from the file: refuse a huge one before allocating it.
+    limit = file.read_limits.puffin_footer
+    limit.check(f"{location} (Puffin footer)", footer_size)
     if footer_size > len(tail):
         tail_offset = size - footer_size
         tail = file.read_range(tail_offset, footer_size)
     head = tail[: len(MAGIC)] if tail_offset == 0 else file.read_range(0, len(MAGIC))
     _expect(head == MAGIC, f"not a Puffin file: bad header magic {head!r}", location)
-    return _parse_tail(tail, tail_offset, size, location)
+    return _parse_tail(tail, tail_offset, size, location, limit)
 
 
 def decode_blob(stored: bytes, blob: BlobMetadata, *, location: str) -> bytes:

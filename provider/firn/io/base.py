@@ -13,6 +13,8 @@ from typing import IO, Protocol, runtime_checkable
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from firn.io.limits import ReadLimit, ReadLimits
+
 
 @dataclass(frozen=True, slots=True)
 class FileInfo:
@@ -26,8 +28,15 @@ class InputFile(Protocol):
     @property
     def location(self) -> str: ...
 
-    def read(self) -> bytes:
-        """The whole file. Raises ``firn.errors.NotFound`` naming the location when missing."""
+    @property
+    def read_limits(self) -> ReadLimits:
+        """The caps of the FileIO that made this file (``firn.io.limits``)."""
+        ...
+
+    def read(self, limit: ReadLimit | None = None) -> bytes:
+        """The whole file. Raises ``firn.errors.NotFound`` naming the location when missing,
+        and ``ValidationError`` naming it when it is not a regular file (a device, a FIFO, a
+        directory) or, with a ``limit``, when it is longer than that (checked before reading)."""
         ...
 
     def read_range(self, offset: int, length: int) -> bytes:
@@ -39,7 +48,8 @@ class InputFile(Protocol):
     def exists(self) -> bool: ...
 
     def open_arrow(self) -> pa.NativeFile:
-        """A seekable Arrow file for pyarrow readers (Parquet)."""
+        """A seekable Arrow file for pyarrow readers (Parquet); not for a file that is not a
+        regular file (``ValidationError``, as :meth:`read`)."""
         ...
 
 
@@ -86,8 +96,9 @@ class FileIO(Protocol):
         ...
 
 
-def read_all(io: FileIO, location: str) -> bytes:
-    return io.new_input(location).read()
+def read_all(io: FileIO, location: str, limit: ReadLimit | None = None) -> bytes:
+    """The whole file at ``location`` (refused past ``limit`` when given)."""
+    return io.new_input(location).read(limit)
 
 
 __all__ = ["FileIO", "FileInfo", "IO", "InputFile", "OutputFile", "read_all"]

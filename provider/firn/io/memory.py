@@ -21,6 +21,7 @@ import pyarrow.fs as pafs
 
 from firn.errors import AlreadyExists, InvalidMetadata, NotFound, ValidationError
 from firn.io.base import FileInfo
+from firn.io.limits import ReadLimit, ReadLimits
 
 
 def _now_ms() -> int:
@@ -66,8 +67,15 @@ class InMemoryInputFile:
     def location(self) -> str:
         return self._location
 
-    def read(self) -> bytes:
-        return self._io._get(self._location).data
+    @property
+    def read_limits(self) -> ReadLimits:
+        return self._io.read_limits
+
+    def read(self, limit: ReadLimit | None = None) -> bytes:
+        data = self._io._get(self._location).data
+        if limit is not None:
+            limit.check(self._location, len(data))
+        return data
 
     def read_range(self, offset: int, length: int) -> bytes:
         if offset < 0 or length < 0:
@@ -120,6 +128,7 @@ class InMemoryFileIO:
 
     def __init__(self, properties: Mapping[str, str] | None = None) -> None:
         self.properties: dict[str, str] = dict(properties or {})
+        self.read_limits = ReadLimits.from_properties(self.properties)
         self._files: dict[str, _Blob] = {}
         self._lock = threading.Lock()
         # Counters let tests assert how much I/O an operation did (e.g. "no metadata re-read").

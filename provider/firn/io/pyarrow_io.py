@@ -25,6 +25,7 @@ import importlib
 import logging
 import os
 import re
+import stat
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -37,6 +38,7 @@ import pyarrow.fs as pafs
 
 from firn.errors import AlreadyExists, FirnError, InvalidMetadata, NotFound, Unsupported, ValidationError
 from firn.io.base import FileInfo
+from firn.io.limits import ReadLimit, ReadLimits
 
 if TYPE_CHECKING:
     from firn.io.base import FileIO
@@ -228,6 +230,42 @@ def _past_end(location: str, offset: int, length: int, size: int) -> InvalidMeta
     )
 
 
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _require_regular(location: str, mode: int) -> None:
+    """Refuse what is not a regular file: a device such as ``/dev/zero`` never ends, a FIFO
+    blocks the reader, and neither is a file a table could have written."""
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+    raise ValidationError(f"{location}: cannot read it: it is {kind}, not a regular file")
+
+
+def _open_local(location: str, path: str) -> int:
+    """A descriptor of the regular file at ``path`` (see :func:`_require_regular`).
+
+    The path is checked before it is opened (opening some devices has effects of its own) and
+    the descriptor again after (the path may have been replaced in between). ``O_NONBLOCK``
+    keeps a FIFO swapped in meanwhile from blocking the open; it changes nothing for regular
+    files.
+    """
+    _require_regular(location, os.stat(path).st_mode)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        _require_regular(location, os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class PyArrowInputFile:
     """A readable file; local files are read with plain ``os`` calls (cheaper than pyarrow)."""
 
@@ -243,17 +281,29 @@ class PyArrowInputFile:
     def location(self) -> str:
         return self._location
 
-    def read(self) -> bytes:
+    @property
+    def read_limits(self) -> ReadLimits:
+        return self._io.read_limits
+
+    def read(self, limit: ReadLimit | None = None) -> bytes:
         p = self._parsed
         try:
             if p.is_local:
-                with open(p.path, "rb") as f:
-                    return f.read()
-            fs = self._io.filesystem_for(p)
-            with fs.open_input_file(p.path) as f:
-                return bytes(f.readall())
+                with open(_open_local(self._location, p.path), "rb") as f:
+                    if limit is None:
+                        return f.read()
+                    limit.check(self._location, os.fstat(f.fileno()).st_size)
+                    data = f.read(limit.max_bytes + 1)  # the file may grow after the check
+            else:
+                with self._io.filesystem_for(p).open_input_file(p.path) as af:
+                    if limit is None:
+                        return bytes(af.readall())
+                    limit.check(self._location, af.size())
+                    data = bytes(af.read(limit.max_bytes + 1))
         except (OSError, pa.ArrowException) as e:
             raise _io_error(self._location, "read", e) from e
+        limit.check(self._location, len(data))
+        return data
 
     def read_range(self, offset: int, length: int) -> bytes:
         if offset < 0 or length < 0:
@@ -261,7 +311,7 @@ class PyArrowInputFile:
         p = self._parsed
         try:
             if p.is_local:
-                with open(p.path, "rb") as f:
+                with open(_open_local(self._location, p.path), "rb") as f:
                     size = os.fstat(f.fileno()).st_size
                     # A damaged length must not become a huge allocation: check it first.
                     if offset + length > size:
@@ -288,7 +338,9 @@ class PyArrowInputFile:
             p = self._parsed
             try:
                 if p.is_local:
-                    self._length = os.stat(p.path).st_size
+                    st = os.stat(p.path)
+                    _require_regular(self._location, st.st_mode)
+                    self._length = st.st_size
                 else:
                     info = self._io.filesystem_for(p).get_file_info(p.path)
                     if info.type != pafs.FileType.File:
@@ -310,6 +362,8 @@ class PyArrowInputFile:
     def open_arrow(self) -> pa.NativeFile:
         p = self._parsed
         try:
+            if p.is_local:  # pyarrow would block on a FIFO and read a device as empty
+                _require_regular(self._location, os.stat(p.path).st_mode)
             return self._io.filesystem_for(p).open_input_file(p.path)
         except (OSError, pa.ArrowException) as e:
             raise _io_error(self._location, "open", e) from e
@@ -437,6 +491,7 @@ class PyArrowFileIO:
         self._delete_threads = int(threads) if threads else DEFAULT_DELETE_THREADS
         if self._delete_threads < 1:
             raise ValidationError(f"{DELETE_THREADS} must be >= 1, got {threads}")
+        self.read_limits = ReadLimits.from_properties(self._properties)
 
     @property
     def properties(self) -> Mapping[str, str]:

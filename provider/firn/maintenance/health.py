@@ -274,8 +274,10 @@ def _read_v4(io: FileIO, location: str, columns: Sequence[str], kinds: tuple[byt
     """The named columns of a V4 manifest (those it has), after checking its key-value metadata
     (seed 004 "V4 Manifest Key Value Metadata"). Single-threaded: these files are small, and a
     thread pool costs more than it saves (and competes with the writers on a busy machine)."""
+    file = io.new_input(location)
     try:
-        with io.new_input(location).open_arrow() as f:
+        with file.open_arrow() as f:
+            file.read_limits.manifest.check(location, f.size())
             pf = pq.ParquetFile(f)
             meta = pf.metadata.metadata or {}
             present = set(pf.schema_arrow.names)

@@ -129,7 +129,8 @@ def read_manifest_paths(io_: FileIO, manifest: ManifestFile) -> ManifestPaths:
     """The entries of ``manifest`` (every status), reading only status, snapshot id, content,
     path, format and size. Raises ``InvalidMetadata`` naming the file when it is unreadable."""
     location = manifest.manifest_path
-    data = io_.new_input(location).read()
+    file = io_.new_input(location)
+    data = file.read(file.read_limits.manifest)
     contents = open_avro(data, location)
     try:
         p = _projection(contents.schema_json)

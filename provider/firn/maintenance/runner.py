@@ -30,6 +30,7 @@ from firn.errors import ValidationError
 from firn.io.base import FileIO
 from firn.io.pyarrow_io import load_file_io
 from firn.spec.table_metadata import TableMetadata
+from firn.util.secrets import mask_secrets
 
 WorkUnit = dict[str, Any]
 UnitResult = dict[str, Any]
@@ -105,16 +106,28 @@ class UnitContext:
 UnitHandler = Callable[[UnitContext, dict[str, Any]], UnitResult]
 
 
+class _MaskedUnit(dict[str, Any]):
+    """A work unit as made on the driver: a plain dict (JSON, picklable) whose ``repr()``
+    masks the credentials among its ``io`` properties."""
+
+    def __repr__(self) -> str:
+        return mask_secrets(super().__repr__())
+
+    __str__ = __repr__
+
+
 def make_unit(
     kind: str, *, io: FileIO, metadata_location: str, payload: Mapping[str, Any], io_ref: str | None = None
 ) -> WorkUnit:
     """A JSON work unit; ``io_ref`` is the :func:`local_io` registration of the driver's FileIO."""
-    unit: WorkUnit = {
-        "kind": kind,
-        "metadata-location": metadata_location,
-        "io": dict(io.properties),
-        "payload": dict(payload),
-    }
+    unit: WorkUnit = _MaskedUnit(
+        {
+            "kind": kind,
+            "metadata-location": metadata_location,
+            "io": dict(io.properties),
+            "payload": dict(payload),
+        }
+    )
     if io_ref is not None:
         unit["io-ref"] = io_ref
     return unit

@@ -41,10 +41,11 @@ class AvroContents:
 def source_bytes(
     source: InputFile | bytes | bytearray | memoryview, location: str | None
 ) -> tuple[bytes, str]:
-    """The bytes of ``source`` and the location to name in errors."""
+    """The bytes of ``source`` and the location to name in errors. A file is read whole,
+    refused past its FileIO's manifest cap (``firn.io.limits``)."""
     if isinstance(source, bytes | bytearray | memoryview):
         return bytes(source), location or "<bytes>"
-    return source.read(), location or source.location
+    return source.read(source.read_limits.manifest), location or source.location
 
 
 def corrupt(location: str, error: BaseException) -> InvalidMetadata:

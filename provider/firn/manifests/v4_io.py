@@ -151,8 +151,11 @@ def read_v4_manifest(
             cached = _cache.get(key)
         if cached is not None:
             return cached
+    file = io.new_input(location)
     try:
-        with io.new_input(location).open_arrow() as f:
+        with file.open_arrow() as f:
+            # Parquet is read whole here (it is cached): refuse a file past the manifest cap.
+            file.read_limits.manifest.check(location, f.size())
             pf = pq.ParquetFile(f)
             meta = pf.metadata.metadata or {}
             table = pf.read(columns=None if columns is None else _present(pf.schema_arrow, columns, expected))

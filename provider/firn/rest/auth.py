@@ -3,9 +3,15 @@
 Authentication is off unless the app is given a fixed ``token`` or OAuth2 ``clients``
 (``client_id -> client_secret``). With it on, every route except ``/v1/oauth/tokens`` needs
 ``Authorization: Bearer <token>``: the fixed token, or one the endpoint issued that has not
-expired. The endpoint (spec ``getToken``, form-encoded) issues tokens for the client
-credentials grant (id and secret in the form or in HTTP Basic auth) and, to renew a token,
-for the token exchange grant with a valid token as ``subject_token``.
+expired; every 401 says so in ``WWW-Authenticate``.
+
+The endpoint (spec ``getToken``, form-encoded) issues a token only to a client that proves
+itself with its id and secret (in the form or in HTTP Basic auth, RFC 6749 section 2.3.1):
+for the client credentials grant, and for the token exchange grant (RFC 8693) where the
+``subject_token`` must also be valid. A token alone never mints another: otherwise one leaked
+token, or the fixed token, would stay valid forever. Without OAuth2 clients the endpoint
+issues nothing. Requests to it are rate-limited per client address
+(:class:`~firn.rest.security.RateLimiter`): 429 with ``Retry-After`` past the limit.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+import math
 import secrets
 import threading
 import time
@@ -23,12 +30,15 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from firn.catalog.rest import protocol as p
-from firn.rest.errors import RestError
+from firn.rest.errors import BEARER_CHALLENGE, RestError
+from firn.rest.security import DEFAULT_TOKEN_RATE_LIMIT, RateLimit, RateLimiter
 
 CLIENT_CREDENTIALS = "client_credentials"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 DEFAULT_TOKEN_TTL_S = 3600
+# The challenge of the token endpoint's 401: clients authenticate with id and secret (RFC 6749 5.2).
+CLIENT_CHALLENGE = 'Basic realm="firn"'
 
 
 class TokenAuthority:
@@ -39,9 +49,12 @@ class TokenAuthority:
         token: str | None = None,
         clients: Mapping[str, str] | None = None,
         ttl_seconds: float = DEFAULT_TOKEN_TTL_S,
+        rate_limit: RateLimit | None = DEFAULT_TOKEN_RATE_LIMIT,
     ) -> None:
         if ttl_seconds <= 0:
             raise ValueError(f"token lifetime must be positive, got {ttl_seconds}")
+        # A token request is refused past this rate per client address (None: no limit).
+        self.limiter = RateLimiter(rate_limit) if rate_limit is not None else None
         self._static = token or None
         self._clients = dict(clients or {})
         self.ttl_seconds = ttl_seconds
@@ -49,6 +62,7 @@ class TokenAuthority:
         self._lock = threading.Lock()
         self.issued_count = 0
         self.rejected_count = 0
+        self.throttled_count = 0
 
     @property
     def enabled(self) -> bool:
@@ -99,23 +113,53 @@ class TokenAuthority:
             )
         if not self.valid(token.strip()):
             self.rejected_count += 1
-            raise RestError(401, p.NOT_AUTHORIZED, "the bearer token is not valid (unknown or expired)")
+            raise RestError(
+                401,
+                p.NOT_AUTHORIZED,
+                "the bearer token is not valid (unknown or expired)",
+                {"WWW-Authenticate": f'{BEARER_CHALLENGE}, error="invalid_token"'},
+            )
 
     async def token_endpoint(self, request: Request) -> JSONResponse:
-        """``POST /v1/oauth/tokens`` (RFC 6749 section 4.4; RFC 8693 for renewals)."""
+        """``POST /v1/oauth/tokens`` (RFC 6749 section 4.4; RFC 8693 for renewals): a token for
+        a client that authenticates (module docstring)."""
+        if self.limiter is not None:
+            wait = self.limiter.acquire(request.client.host if request.client else "")
+            if wait > 0:
+                self.throttled_count += 1
+                response = _oauth_error(
+                    429, "slow_down", f"too many token requests from this address; retry in {wait:.0f} s"
+                )
+                response.headers["Retry-After"] = str(max(1, math.ceil(wait)))
+                return response
         raw = (await request.body()).decode("utf-8", errors="replace")
         form = {k: v[0] for k, v in parse_qs(raw, keep_blank_values=True).items()}
         grant = form.get("grant_type")
-        if grant == CLIENT_CREDENTIALS:
-            client_id, secret = form.get("client_id"), form.get("client_secret")
-            basic = _basic_credentials(request.headers.get("authorization", ""))
-            if basic is not None:
-                client_id, secret = basic
-            if client_id is None or secret is None:
-                return _oauth_error(400, "invalid_request", "client_id and client_secret are required")
-            if not self.check_client(client_id, secret):
-                return _oauth_error(401, "invalid_client", f"unknown client {client_id!r} or wrong secret")
-        elif grant == TOKEN_EXCHANGE:
+        if grant not in (CLIENT_CREDENTIALS, TOKEN_EXCHANGE):
+            return _oauth_error(
+                400,
+                "unsupported_grant_type",
+                f"grant_type {grant!r} is not supported; use {CLIENT_CREDENTIALS}",
+            )
+        if not self._clients:
+            return _oauth_error(
+                401, "invalid_client", "this server issues no tokens: it has no OAuth2 clients"
+            )
+        client_id, secret = form.get("client_id"), form.get("client_secret")
+        basic = _basic_credentials(request.headers.get("authorization", ""))
+        if basic is not None:
+            client_id, secret = basic
+        if client_id is None or secret is None:
+            what = "renewing a token" if grant == TOKEN_EXCHANGE else "a token"
+            return _oauth_error(
+                401 if grant == TOKEN_EXCHANGE else 400,
+                "invalid_client" if grant == TOKEN_EXCHANGE else "invalid_request",
+                f"{what} needs the client's credentials: client_id and client_secret "
+                "(in the form or in HTTP Basic auth)",
+            )
+        if not self.check_client(client_id, secret):
+            return _oauth_error(401, "invalid_client", f"unknown client {client_id!r} or wrong secret")
+        if grant == TOKEN_EXCHANGE:
             subject = form.get("subject_token")
             if not subject:
                 return _oauth_error(400, "invalid_request", "subject_token is required")
@@ -123,12 +167,6 @@ class TokenAuthority:
                 return _oauth_error(
                     400, "invalid_grant", "the subject token is not valid (unknown or expired)"
                 )
-        else:
-            return _oauth_error(
-                400,
-                "unsupported_grant_type",
-                f"grant_type {grant!r} is not supported; use {CLIENT_CREDENTIALS}",
-            )
         return JSONResponse(
             {
                 "access_token": self.issue(),
@@ -157,8 +195,11 @@ def _basic_credentials(header: str) -> tuple[str, str] | None:
 
 
 def _oauth_error(status: int, error: str, description: str) -> JSONResponse:
-    """RFC 6749 section 5.2 error (the spec's ``OAuthError``)."""
-    return JSONResponse({"error": error, "error_description": description}, status_code=status)
+    """RFC 6749 section 5.2 error (the spec's ``OAuthError``); a 401 challenges the client to
+    authenticate (RFC 6749 section 5.2, RFC 9110 section 11.6.1)."""
+    headers = {"WWW-Authenticate": CLIENT_CHALLENGE} if status == 401 else None
+    body = {"error": error, "error_description": description}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 __all__ = ["TokenAuthority"]

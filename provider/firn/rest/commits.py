@@ -28,7 +28,7 @@ from firn.core.create import SchemaLike
 from firn.core.handle import CommittedMetadata, TableCommit
 from firn.core.metadata_builder import apply_updates, evolve
 from firn.core.metadata_io import new_metadata_location, write_metadata
-from firn.core.updates import AssignUUID, TableRequirement, TableUpdate
+from firn.core.updates import AssignUUID, TableRequirement, TableUpdate, UpgradeFormatVersion
 from firn.errors import AlreadyExists, CommitConflict, CommitStateUnknown, ValidationError
 from firn.io.base import FileIO
 from firn.io.deletion import delete_quietly
@@ -91,11 +91,11 @@ def commit_table(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def empty_metadata(table_uuid: uuid.UUID) -> TableMetadata:
+def empty_metadata(table_uuid: uuid.UUID, format_version: int = 1) -> TableMetadata:
     """The base a create transaction's updates are applied to: no schema, no spec, the unsorted
     order as order 0 (so adding it again reuses id 0, as the spec reserves 0 for it)."""
     return TableMetadata(
-        format_version=1,
+        format_version=format_version,
         table_uuid=table_uuid,
         location="",
         last_sequence_number=0,
@@ -119,16 +119,22 @@ def create_from_updates(
     updates: Sequence[TableUpdate],
     *,
     default_location: str | None = None,
+    default_format_version: int = 1,
 ) -> CommittedMetadata:
     """Commit a create transaction: build the first metadata from ``updates``, write it, and
     register it (``AlreadyExists`` from the catalog becomes a 409 conflict). The location is
-    normalised, and a catalog that confines locations is asked before the file is written."""
+    normalised, and a catalog that confines locations is asked before the file is written.
+
+    The format version is the one an ``upgrade-format-version`` update names, or else
+    ``default_format_version`` (as Iceberg Java's ``CatalogHandlers`` does)."""
     if catalog.table_exists(ident):
         raise CommitConflict(f"commit requirement failed: table {'.'.join(ident)!r} already exists")
     for requirement in requirements:
         requirement.validate(None)
     assigned = next((u.uuid for u in updates if isinstance(u, AssignUUID)), None)
-    metadata = apply_updates(empty_metadata(assigned or uuid.uuid4()), updates)
+    asked = next((u.format_version for u in updates if isinstance(u, UpgradeFormatVersion)), None)
+    base = empty_metadata(assigned or uuid.uuid4(), asked if asked is not None else default_format_version)
+    metadata = apply_updates(base, updates)
     if not metadata.schemas or metadata.current_schema_id < 0:
         raise ValidationError("a create transaction must add a schema and make it current")
     if not metadata.partition_specs:

@@ -17,9 +17,18 @@ from firn.errors import FirnError, ValidationError
 from firn.rest.auth import TokenAuthority
 from firn.rest.errors import RestError
 from firn.spec.metadata_json import metadata_to_json
+from firn.spec.properties import FORMAT_VERSION
 from firn.spec.table_metadata import TableMetadata
+from firn.spec.versions import check_format_version
 
 T = TypeVar("T")
+
+# Iceberg's catalog property prefix for the defaults of new tables (CatalogProperties
+# TABLE_DEFAULT_PREFIX): ``table-default.format-version=3`` on the catalog.
+TABLE_DEFAULT_PREFIX = "table-default."
+# The format of a table created over REST without one: REST clients are other engines, and
+# PyIceberg, Spark and Trino read V2 but not V4 (Firn's library default). V4 only when asked.
+REST_DEFAULT_FORMAT_VERSION = 2
 
 # (table identifier, its metadata, the access mechanisms the client asked for) -> table config.
 TableConfigHook = Callable[[Identifier, TableMetadata, tuple[str, ...]], Mapping[str, str]]
@@ -66,6 +75,28 @@ class ServerState:
         header = request.headers.get(p.ACCESS_DELEGATION_HEADER, "")
         mechanisms = tuple(m.strip() for m in header.split(",") if m.strip())
         return {str(k): str(v) for k, v in self.table_config(ident, metadata, mechanisms).items()}
+
+
+def served_table_defaults(catalog: Catalog, explicit: Mapping[str, str] | None) -> dict[str, str]:
+    """The properties a table created over REST gets unless its request sets them: format
+    :data:`REST_DEFAULT_FORMAT_VERSION`, under the catalog's ``table-default.*`` properties,
+    under the server's ``explicit`` defaults (``--table-default``)."""
+    # Firn's catalogs have properties; the Catalog protocol does not ask for them.
+    properties: Mapping[str, str] = getattr(catalog, "properties", None) or {}
+    from_catalog = {
+        key[len(TABLE_DEFAULT_PREFIX) :]: str(value)
+        for key, value in properties.items()
+        if key.startswith(TABLE_DEFAULT_PREFIX) and len(key) > len(TABLE_DEFAULT_PREFIX)
+    }
+    served = {FORMAT_VERSION: str(REST_DEFAULT_FORMAT_VERSION), **from_catalog, **dict(explicit or {})}
+    # A bad default fails when the server starts, not in every create.
+    check_format_version(served[FORMAT_VERSION], location="the served table defaults")
+    return served
+
+
+def default_format_version(table_defaults: Mapping[str, str]) -> int:
+    """The format version a table created over REST gets when its request names none."""
+    return check_format_version(table_defaults.get(FORMAT_VERSION, str(REST_DEFAULT_FORMAT_VERSION)))
 
 
 def parse(what: str, fn: Callable[..., T], *args: Any) -> T:
@@ -141,13 +172,17 @@ def table_result(
 
 
 __all__ = [
+    "REST_DEFAULT_FORMAT_VERSION",
+    "TABLE_DEFAULT_PREFIX",
     "VIEW_METHODS",
     "ServerState",
     "TableConfigHook",
     "check_identifier",
+    "default_format_version",
     "identifiers_body",
     "namespace_param",
     "paginate",
     "parse",
+    "served_table_defaults",
     "table_result",
 ]

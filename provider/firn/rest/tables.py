@@ -32,6 +32,7 @@ from firn.rest.routing import StrictJsonRoute
 from firn.rest.state import (
     ServerState,
     check_identifier,
+    default_format_version,
     identifiers_body,
     namespace_param,
     paginate,
@@ -174,7 +175,12 @@ def table_routes(state: ServerState) -> APIRouter:
         try:
             if any(isinstance(r, AssertCreate) for r in requirements):
                 committed = commits.create_from_updates(
-                    catalog, ident, requirements, updates, default_location=default_location(ident)
+                    catalog,
+                    ident,
+                    requirements,
+                    updates,
+                    default_location=default_location(ident),
+                    default_format_version=default_format_version(state.table_defaults),
                 )
             else:
                 committed = commits.commit_table(catalog, ident, requirements, updates)

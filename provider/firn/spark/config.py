@@ -32,6 +32,7 @@ from firn.errors import ValidationError
 from firn.io.base import FileIO
 from firn.io.pyarrow_io import load_file_io
 from firn.spec.table_metadata import TableMetadata
+from firn.util.secrets import masked_repr
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -54,6 +55,8 @@ DEFAULT_CATALOG_NAME = "default"
 @dataclass(frozen=True)
 class CatalogConfig:
     """How to open the catalog: its URI, warehouse and properties (picklable, no connections)."""
+
+    __repr__ = masked_repr  # the URI and properties may hold credentials
 
     uri: str
     warehouse: str | None = None

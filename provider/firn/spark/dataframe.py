@@ -61,6 +61,7 @@ from firn.spec.content import FileFormat
 from firn.spec.schema import Schema
 from firn.spec.types import NestedField, StructType
 from firn.table.table import Table
+from firn.util.secrets import masked_repr
 from firn.util.timestamps import to_timestamp_ms
 
 if TYPE_CHECKING:
@@ -106,6 +107,8 @@ class NativeGroup:
 
 @dataclass(frozen=True)
 class _Pin:
+    __repr__ = masked_repr  # io_properties may hold storage credentials
+
     table: str
     metadata_location: str
     io_properties: dict[str, str]
@@ -123,6 +126,8 @@ class SparkReadPlan:
     firn_tasks: tuple[FileScanTask, ...]
     routed: tuple[RoutedFile, ...]
     pin: _Pin
+
+    __repr__ = masked_repr  # the pin's io_properties may hold storage credentials
 
     @property
     def native_files(self) -> tuple[str, ...]:

@@ -54,6 +54,7 @@ from firn.spec.snapshots import MAIN_BRANCH, Operation
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.versions import MIN_FORMAT_VERSION_ROW_LEVEL_DELETES
 from firn.table.table import Table
+from firn.util.secrets import masked_repr
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -79,6 +80,8 @@ class RowDeleteResult:
 @dataclass(frozen=True)
 class _Unit:
     """One candidate file for a Spark task."""
+
+    __repr__ = masked_repr  # io_properties may hold storage credentials
 
     task: FileScanTask
     metadata_location: str

@@ -66,6 +66,7 @@ from firn.spark.config import (
     ENV_CATALOG_WAREHOUSE,
     environment_options,
 )
+from firn.util.secrets import mask_secrets
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -222,12 +223,12 @@ def run(
             entries.append(_run_table(catalog, name, args.operation, args.options, args.dry_run, spark))
         except Exception as e:
             failed += 1
-            print(f"{type(e).__name__}: {name}: {e}", file=sys.stderr)
+            print(mask_secrets(f"{type(e).__name__}: {name}: {e}"), file=sys.stderr)
             entries.append(
                 {
                     "operation": args.operation,
                     "table": name,
-                    "error": {"type": type(e).__name__, "message": str(e)},
+                    "error": {"type": type(e).__name__, "message": mask_secrets(str(e))},
                 }
             )
     write_result(args.result, json.dumps(entries, indent=2, sort_keys=True), dict(config.properties))
@@ -250,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
     except _ArgumentError as e:
-        print(f"ArgumentError: {e}", file=sys.stderr)
+        print(mask_secrets(f"ArgumentError: {e}"), file=sys.stderr)
         return 2
     spark = None
     try:
@@ -261,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             spark = SparkSession.builder.appName(f"firn {args.operation}").getOrCreate()
         entries, failed = run(args, spark)
     except Exception as e:
-        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+        print(mask_secrets(f"{type(e).__name__}: {e}"), file=sys.stderr)
         return 1
     finally:
         if spark is not None:

@@ -54,6 +54,7 @@ from firn.spark.typemap import spark_arrow_schema, spark_field, to_spark_batch
 from firn.spark.writer import FirnWriter, make_writer
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.types import IcebergType
+from firn.util.secrets import masked_repr
 
 SOURCE_NAME = "firn"
 # Iceberg's TableProperties READ_SPLIT_SIZE / SPLIT_OPEN_FILE_COST and their defaults.
@@ -71,6 +72,8 @@ DEFAULT_READ_THREADS = 1
 class SessionSettings:
     """What ``register()`` captured from the session (Python data source workers cannot read
     the conf): ``spark.firn.*`` entries, the partition overwrite mode, default parallelism."""
+
+    __repr__ = masked_repr  # spark.firn.catalog.* entries may hold credentials
 
     conf: Mapping[str, str] = field(default_factory=dict)
     partition_overwrite_mode: str = "static"

@@ -510,8 +510,12 @@ def metadata_from_json(text: str | bytes, *, location: str | None = None) -> Tab
                 text = gzip.decompress(text)
             text = text.decode("utf-8")
         data = json.loads(text)
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, EOFError, zlib.error, ValueError) as e:  # ValueError: bad UTF-8, JSON, huge ints
         raise InvalidMetadata(f"table metadata is not valid JSON ({e})", location=location) from e
+    except RecursionError:
+        raise InvalidMetadata(
+            "table metadata is not valid JSON (nested too deeply)", location=location
+        ) from None
     if not isinstance(data, dict):
         raise InvalidMetadata("table metadata must be a JSON object", location=location)
     try:

@@ -227,8 +227,12 @@ def view_metadata_from_json(text: str | bytes, *, location: str | None = None) -
                 text = gzip.decompress(text)
             text = text.decode("utf-8")
         data = json.loads(text)
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, EOFError, zlib.error, ValueError) as e:  # ValueError: bad UTF-8, JSON, huge ints
         raise InvalidMetadata(f"view metadata is not valid JSON ({e})", location=location) from e
+    except RecursionError:
+        raise InvalidMetadata(
+            "view metadata is not valid JSON (nested too deeply)", location=location
+        ) from None
     if not isinstance(data, dict):
         raise InvalidMetadata(
             f"view metadata must be a JSON object, got {type(data).__name__}", location=location

@@ -14,6 +14,7 @@ import uuid
 
 from firn.errors import AlreadyExists, InvalidMetadata
 from firn.io.base import FileIO
+from firn.io.limits import gunzip_capped
 from firn.spec.view_metadata import ViewMetadata
 from firn.spec.view_metadata_json import view_metadata_from_json, view_metadata_to_gzip, view_metadata_to_json
 
@@ -59,7 +60,10 @@ def write_view_metadata(io: FileIO, metadata: ViewMetadata, location: str) -> in
 
 def read_view_metadata(io: FileIO, location: str) -> ViewMetadata:
     """Read and parse a view metadata file (plain or gzip, whatever its name); errors name it."""
-    data = io.new_input(location).read()
+    file = io.new_input(location)
+    # Capped: the location may come from outside (a REST client's register request).
+    limit = file.read_limits.metadata_json
+    data = gunzip_capped(file.read(limit), limit, location, "view metadata")
     if not data:
         raise InvalidMetadata("view metadata file is empty", location=location)
     return view_metadata_from_json(data, location=location)

@@ -11,8 +11,12 @@ Connection fields (the form is declared in :mod:`firn_airflow.get_provider_info`
   object of catalog and FileIO properties) and the storage credentials ``s3_access_key_id``,
   ``s3_secret_access_key``, ``s3_session_token``, which become the ``s3.*`` properties.
 
-Every secret (password, storage keys, sensitive properties) is registered with Airflow's
-secrets masker as soon as the connection is read, so task logs show ``***`` instead.
+Every secret (password, storage keys, sensitive properties, a password in the URI's user-info
+or in a ``?password=`` query parameter) is registered with Airflow's secrets masker as soon as
+the connection is read, as written and in every percent-encoded form a URI may give it
+(:func:`firn.util.secrets.encoded_forms`: the masker matches literal strings only), so task
+logs show ``***`` instead. Messages the hook builds go through Firn's one masking function,
+:func:`firn.util.secrets.mask_secrets`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
@@ -30,6 +34,7 @@ from airflow.sdk.log import mask_secret
 import firn
 from firn.errors import FirnError
 from firn.io.pyarrow_io import S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN
+from firn.util.secrets import encoded_forms, is_secret_key, mask_secrets
 from firn_airflow.constants import (
     CONN_TYPE,
     DEFAULT_CATALOG_NAME,
@@ -56,9 +61,6 @@ _STORAGE_EXTRAS = (
     (EXTRA_S3_SECRET_ACCESS_KEY, S3_SECRET_ACCESS_KEY),
     (EXTRA_S3_SESSION_TOKEN, S3_SESSION_TOKEN),
 )
-_SECRET_PROPERTIES = frozenset({S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN})
-# Property names that hold secrets in Iceberg catalogs and FileIOs (gcs.oauth2.token, credential, ...).
-_SECRET_WORDS = ("secret", "password", "token", "credential")
 
 
 class ConnectionLike(Protocol):
@@ -90,23 +92,13 @@ class CatalogConfig:
 
     @property
     def display_uri(self) -> str:
-        """The catalog URI with its password (if any) replaced by ``***``."""
-        parts = urlsplit(self.uri)
-        try:
-            password = parts.password
-        except ValueError:
-            return self.redact(self.uri)
-        if not password:
-            return self.uri
-        userinfo, _, hostport = parts.netloc.rpartition("@")
-        user = userinfo.partition(":")[0]
-        return urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
+        """The catalog URI with its secrets (a password, a ``password=`` parameter) as ``***``."""
+        return self.redact(self.uri)
 
     def redact(self, text: str) -> str:
-        """``text`` with every secret of this connection replaced by ``***``."""
-        for secret in sorted(self.secrets, key=len, reverse=True):
-            text = text.replace(secret, "***")
-        return text
+        """``text`` with every secret of this connection, in any encoded form, and any other
+        secret :func:`~firn.util.secrets.mask_secrets` recognises replaced by ``***``."""
+        return mask_secrets(text, self.secrets)
 
     def load(self) -> Catalog:
         """Open the catalog (``firn.load_catalog``); errors name the connection, not its secrets."""
@@ -196,20 +188,17 @@ def catalog_config(conn: ConnectionLike) -> CatalogConfig:
         value = _extra(extra, extra_key)
         if value is not None:
             properties[prop] = _property_value(conn_id, extra_key, value)
-    secrets.extend(v for k, v in properties.items() if v and _is_secret_property(k))
-    for secret in secrets:
-        mask_secret(secret)
+    secrets.extend(v for k, v in properties.items() if v and is_secret_key(k))
     # Airflow also masks any other property whose name it deems sensitive.
     mask_secret(dict(properties))
     host = (conn.host or "").strip()
     if not host:
+        _register(secrets)
         raise FirnConnectionError(
             f"connection {conn_id!r} has no catalog URI: set its host, e.g. sqlite:///warehouse/catalog.db"
         )
-    for url_password in _url_passwords(host):
-        if url_password not in secrets:
-            secrets.append(url_password)
-            mask_secret(url_password)
+    secrets.extend(_uri_secrets(host))
+    _register(secrets)
     uri = _merge_credentials(conn_id, host, conn.login, conn.password)
     warehouse = _extra(extra, EXTRA_WAREHOUSE)
     name = _extra(extra, EXTRA_CATALOG_NAME) or DEFAULT_CATALOG_NAME
@@ -219,22 +208,38 @@ def catalog_config(conn: ConnectionLike) -> CatalogConfig:
         name=str(name),
         warehouse=str(warehouse) if warehouse is not None else None,
         properties=properties,
-        secrets=tuple(secrets),
+        secrets=tuple(dict.fromkeys(secrets)),
     )
 
 
-def _is_secret_property(key: str) -> bool:
-    lowered = key.lower()
-    return key in _SECRET_PROPERTIES or any(word in lowered for word in _SECRET_WORDS)
+def _register(secrets: list[str]) -> None:
+    """Feed Airflow's secrets masker every form of every secret: it replaces literal strings
+    only, and a password reaches logs percent-encoded inside a URI (``p%40ss`` for ``p@ss``,
+    which is how SQLAlchemy renders the merged connection URI) as often as plainly."""
+    for secret in dict.fromkeys(secrets):
+        for form in encoded_forms(secret):
+            mask_secret(form)
 
 
-def _url_passwords(uri: str) -> list[str]:
-    """The password of ``scheme://user:password@host/...`` as written and percent-decoded."""
+def _uri_secrets(uri: str) -> list[str]:
+    """The secrets written into a catalog URI: the user-info password and the value of every
+    query parameter whose name is a secret (``?password=...``), as written and decoded."""
+    parts = urlsplit(uri)
+    found: list[str] = []
     try:
-        raw = urlsplit(uri).password
+        raw = parts.password
     except ValueError:
-        return []
-    return [p for p in dict.fromkeys((raw, unquote(raw) if raw else None)) if p]
+        raw = None
+    if raw is None and "@" in parts.netloc:  # urlsplit gives up on some malformed netlocs
+        userinfo = parts.netloc.rpartition("@")[0]
+        raw = userinfo.partition(":")[2] or None
+    if raw:
+        found += [raw, unquote(raw)]
+    for query in (parts.query, parts.fragment):
+        for key, value in parse_qsl(query, keep_blank_values=False):
+            if value and is_secret_key(key):
+                found.append(value)  # parse_qsl decodes; encoded_forms adds the encoded ones
+    return [s for s in dict.fromkeys(found) if s]
 
 
 def _with_context(error: FirnError, where: str, config: CatalogConfig | None) -> FirnError:

@@ -1,5 +1,6 @@
 """Authentication between Firn's REST client and server: a fixed bearer token, and OAuth2
-client credentials with tokens renewed before they expire and after a 401."""
+client credentials with tokens renewed before they expire and after a 401. (The server's
+hardening over HTTP is in tests/firn/rest/test_security.py.)"""
 
 from __future__ import annotations
 
@@ -112,18 +113,21 @@ def test_the_token_endpoint(served_sqlite_catalog: SqlCatalog) -> None:
         body = by_basic.json()
         assert body["token_type"] == "bearer" and body["expires_in"] == 600
         assert body["issued_token_type"] == "urn:ietf:params:oauth:token-type:access_token"
-        exchanged = httpx.post(
-            url,
-            data={
-                "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
-                "subject_token": body["access_token"],
-                "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
-            },
-        )
+        exchange = {
+            "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+            "subject_token": body["access_token"],
+            "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+        }
+        # A token renews only with the client's credentials: a token alone mints nothing.
+        alone = httpx.post(url, data=exchange)
+        assert alone.status_code == 401 and alone.json()["error"] == "invalid_client"
+        assert alone.headers["WWW-Authenticate"] == 'Basic realm="firn"'
+        exchanged = httpx.post(url, data=exchange, headers={"Authorization": f"Basic {basic}"})
         assert exchanged.status_code == 200 and exchanged.json()["access_token"] != body["access_token"]
         bad_subject = httpx.post(
             url,
             data={"grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "subject_token": "nope"},
+            headers={"Authorization": f"Basic {basic}"},
         )
         assert bad_subject.status_code == 400 and bad_subject.json()["error"] == "invalid_grant"
         unsupported = httpx.post(url, data={"grant_type": "password"})

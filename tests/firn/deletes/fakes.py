@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from firn.errors import AlreadyExists, InvalidMetadata, NotFound
+from firn.io.limits import DEFAULT_READ_LIMITS, ReadLimit, ReadLimits
 
 
 class FakeInputFile:
@@ -24,8 +25,15 @@ class FakeInputFile:
             raise NotFound(f"{self._location}: no such file")
         return self._data
 
-    def read(self) -> bytes:
-        return self._bytes()
+    @property
+    def read_limits(self) -> ReadLimits:
+        return DEFAULT_READ_LIMITS
+
+    def read(self, limit: ReadLimit | None = None) -> bytes:
+        data = self._bytes()
+        if limit is not None:
+            limit.check(self._location, len(data))
+        return data
 
     def read_range(self, offset: int, length: int) -> bytes:
         data = self._bytes()

@@ -13,6 +13,7 @@ import pytest
 
 from firn.errors import AlreadyExists, InvalidMetadata, NotFound, ValidationError
 from firn.io.base import FileIO, InputFile, OutputFile
+from firn.io.limits import ReadLimit, ReadLimits
 from firn.io.memory import InMemoryFileIO
 from firn.io.pyarrow_io import PyArrowFileIO
 
@@ -88,6 +89,19 @@ def test_read_range(store: Store) -> None:
         f.read_range(10, 2**62)
     with pytest.raises(ValidationError):
         f.read_range(-1, 1)
+
+
+def test_a_read_with_a_limit_refuses_a_longer_file(store: Store) -> None:
+    location = store.loc("big.bin")
+    store.io.new_output(location).write(b"x" * 1000)
+    f = store.io.new_input(location)
+    assert f.read(ReadLimit(1000, "io.read-limit.manifest")) == b"x" * 1000  # the cap itself is fine
+    with pytest.raises(
+        ValidationError, match=r"big\.bin: the file is 1000 bytes.*999 bytes.*io\.read-limit\.manifest"
+    ):
+        f.read(ReadLimit(999, "io.read-limit.manifest"))
+    assert f.read() == b"x" * 1000  # no limit given, none applied
+    assert f.read_limits == ReadLimits()  # the defaults, as no property sets them
 
 
 def test_delete_is_idempotent(store: Store) -> None:

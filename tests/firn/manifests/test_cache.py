@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from firn.io.limits import ReadLimit, ReadLimits
 from firn.io.memory import InMemoryFileIO
 from firn.manifests import cache, read_manifest, read_manifest_list, write_manifest, write_manifest_list
 from firn.spec.content import ManifestFile
@@ -24,9 +25,13 @@ class CountingInput:
     def location(self) -> str:
         return self._inner.location
 
-    def read(self) -> bytes:
+    @property
+    def read_limits(self) -> ReadLimits:
+        return self._inner.read_limits
+
+    def read(self, limit: ReadLimit | None = None) -> bytes:
         self.reads += 1
-        return self._inner.read()
+        return self._inner.read(limit)
 
     def read_range(self, offset: int, length: int) -> bytes:
         return self._inner.read_range(offset, length)

@@ -4,6 +4,7 @@ bad query parameters and unknown routes. Unexpected server failures are 500s in 
 
 from __future__ import annotations
 
+import errno
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,8 +13,11 @@ from typing import Any
 import httpx
 import pyarrow as pa
 import pytest
+import sqlalchemy as sa
 
 from firn.catalog.sql import SqlCatalog
+from firn.errors import CommitStateUnknown, FirnError, NotAuthorized, ValidationError
+from firn.rest.errors import status_for
 from tests.fixtures.catalogs import make_sqlite_catalog
 from tests.fixtures.rest import RestServer, running_server
 
@@ -360,3 +364,50 @@ def test_unexpected_failures_are_500s_in_the_error_model(tmp_path: Path) -> None
         error = _check_error(commit, 500)
         assert error["type"] == "CommitStateUnknownException"
     catalog.close()
+
+
+def _raised(error: FirnError, cause: BaseException | None) -> FirnError:
+    try:
+        try:
+            if cause is not None:
+                raise cause
+            raise error
+        except FirnError:
+            raise
+        except BaseException as e:
+            raise error from e
+    except FirnError as raised:
+        return raised
+
+
+@pytest.mark.parametrize(
+    ("error", "cause", "status"),
+    [
+        # A location the request named: a 4xx (issue 18: /proc/self/... answered 500).
+        (FirnError("/proc/self/x: write failed"), FileNotFoundError(errno.ENOENT, "No such file"), 400),
+        (FirnError("/x: write failed"), NotADirectoryError(errno.ENOTDIR, "Not a directory"), 400),
+        (FirnError("/x: write failed"), PermissionError(errno.EACCES, "Permission denied"), 403),
+        (FirnError("/x: write failed"), OSError(errno.EROFS, "Read-only file system"), 403),
+        (FirnError("s3://b/k: read failed"), OSError("AWS Error NETWORK_CONNECTION"), 400),
+        (FirnError("s3://b/k: read failed"), pa.ArrowInvalid("bad"), 400),
+        (ValidationError("/dev/zero: cannot read it: it is a character device"), None, 400),
+        (FirnError("anything Firn refuses on purpose"), None, 400),
+        # What the server depends on, not the request.
+        (FirnError("/x: write failed"), OSError(errno.ENOSPC, "No space left on device"), 507),
+        (
+            FirnError("catalog 'c': insert failed"),
+            sa.exc.OperationalError("INSERT", {}, Exception("locked")),
+            503,
+        ),
+        (
+            FirnError("cannot reach the REST catalog"),
+            ConnectionRefusedError(errno.ECONNREFUSED, "refused"),
+            503,
+        ),
+        (NotAuthorized("the upstream catalog refused the credentials"), None, 403),
+        # The spec's updateTable: the client must not assume the commit failed.
+        (CommitStateUnknown("the database connection dropped during the commit"), None, 500),
+    ],
+)
+def test_every_firn_error_has_a_status(error: FirnError, cause: BaseException | None, status: int) -> None:
+    assert status_for(_raised(error, cause))[0] == status

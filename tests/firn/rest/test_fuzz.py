@@ -7,7 +7,10 @@ of the server. Hypothesis then breaks one of them anywhere in its tree (a value 
 arbitrary JSON or an edge value, a key dropped or added, a list item dropped or repeated,
 ``requirements`` emptied so that broken updates reach the metadata builder) and sends it, or
 sends arbitrary JSON, with arbitrary path and query parameters. Each answer must be below 500,
-and every error must be in the spec's error model.
+and every error must be in the spec's error model. The values drawn include lone surrogates
+(valid JSON escapes that are no Unicode text) in bodies and paths, and locations that must
+never be read or written: devices (``/dev/zero`` never ends), ``/proc/self/...`` and
+``file://`` forms of them.
 
 The server is the real one (uvicorn on 127.0.0.1, a SQLite catalog). ``derandomize`` keeps the
 examples fixed between runs; set ``FIRN_FUZZ_EXAMPLES`` (default 100 per test) and
@@ -189,21 +192,34 @@ def test_the_recorded_session_covers_every_post_route(fuzzed: Fuzzed) -> None:
 
 
 # -- strategies ------------------------------------------------------------------------------------
+# Lone surrogates: json.dumps writes them as \ud800-style escapes, which json.loads accepts.
+SURROGATES = ["\ud800", "\udfff", "x\udbffy", "\udc00\ud800", "\ud83d"]
+# Locations no request may make the server read or write (issue 18 findings 6 and 7).
+DEVICE_PATHS = [
+    "/dev/zero", "file:///dev/zero", "/dev/urandom", "/dev/null", "/dev/null/t", "/proc/self/environ",
+    "/proc/self/fd/0", "/proc/self/t", "file:/proc/self/status", "/proc/self/mem",
+]  # fmt: skip
 EDGE_VALUES = [
     None, True, False, 0, -1, 1, 2**31, -(2**31) - 1, 2**63, -(2**63) - 1, 10**30, 1.5, -0.0, 1e308,
     math.inf, math.nan, "", " ", "\x00", "x" * 10_000, "é🙂", "-1", "NaN", "main", "db", SEPARATOR,
-    [], {}, [None], {"": None}, [[[[[[]]]]]],
+    [], {}, [None], {"": None}, [[[[[[]]]]]], *SURROGATES, *DEVICE_PATHS,
 ]  # fmt: skip
+# Text that may hold lone surrogates (Hypothesis's text() leaves category Cs out).
+SURROGATE_TEXT = st.text(
+    st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF) | st.characters(), max_size=12
+)
 KEYS = st.sampled_from(
     ["", "action", "type", "schema-id", "snapshot-id", "spec-id", "fields", "id", "name", "uuid",
-     "format-version", "location", "updates", "removals", "view-version", "ref", "extra"]
-) | st.text(max_size=12)  # fmt: skip
+     "format-version", "location", "updates", "removals", "view-version", "ref", "extra",
+     "metadata-location", "write.data.path", "write.metadata.path"]
+) | st.text(max_size=12) | SURROGATE_TEXT  # fmt: skip
 JSON = st.recursive(
     st.none()
     | st.booleans()
     | st.integers()
     | st.floats()
     | st.text(max_size=30)
+    | SURROGATE_TEXT
     | st.sampled_from(EDGE_VALUES),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=4),
     max_leaves=12,
@@ -267,8 +283,12 @@ def _mutate(data: st.DataObject, doc: Any) -> Any:
 def _path_value(data: st.DataObject, name: str) -> str:
     known = {"namespace": ["db", "nope", f"db{SEPARATOR}sub", "", SEPARATOR], "table": ["t", "renamed", "v"],
              "view": ["v", "w2", "t"]}.get(name, ["x"])  # fmt: skip
-    value = data.draw(st.sampled_from(known) | st.text(max_size=20), label=name)
-    return quote(value, safe="") or "%20"
+    value = data.draw(
+        st.sampled_from(known) | st.text(max_size=20) | SURROGATE_TEXT | st.sampled_from(SURROGATES),
+        label=name,
+    )
+    # A lone surrogate goes out as the (invalid) UTF-8 bytes a careless client would send.
+    return quote(value, safe="", errors="surrogatepass") or "%20"
 
 
 def _query(data: st.DataObject, operation: dict[str, Any]) -> dict[str, str]:
@@ -344,6 +364,43 @@ def test_any_operation_with_any_parameters_never_gets_a_500(fuzzed: Fuzzed, data
         kwargs["headers"] = {"Content-Type": "application/json"}
     response = fuzzed.client.request(method, path, **kwargs)
     _check(response, method, path, body)
+
+
+# The body fields that name a location or a name, by route; each gets every device path and
+# lone surrogate below (set when the recorded body lacks it, as location does on a create).
+TARGETS = {
+    "/v1/namespaces": ("namespace",),
+    "/v1/namespaces/{namespace}/tables": ("name", "location"),
+    "/v1/namespaces/{namespace}/views": ("name", "location"),
+    "/v1/namespaces/{namespace}/register": ("name", "metadata-location"),
+    "/v1/namespaces/{namespace}/register-view": ("name", "metadata-location"),
+    "/v1/namespaces/{namespace}/properties": ("updates",),
+}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("value", DEVICE_PATHS + SURROGATES)
+def test_device_paths_and_surrogates_in_every_location_and_name(fuzzed: Fuzzed, value: str) -> None:
+    """Deterministically, not only when Hypothesis draws them: each device path and lone
+    surrogate as the location, metadata location and name of every create and register, a
+    namespace, a property, and a table's new location in a commit."""
+    sent: list[tuple[str, Any]] = []
+    for template, keys in TARGETS.items():
+        path = template.format(namespace="db", table="t", view="v")
+        for seed in fuzzed.seeds[template][:2]:
+            for key in keys:
+                shaped: Any = {"namespace": [value], "updates": {"k": value}}.get(key, value)
+                sent.append((path, {**seed, key: shaped}))
+    for location in (value, f"{value}/sub"):
+        update = {"action": "set-location", "location": location}
+        sent.append(("/v1/namespaces/db/tables/t", {"requirements": [], "updates": [update]}))
+        props = {"action": "set-properties", "updates": {"write.data.path": location}}
+        sent.append(("/v1/namespaces/db/tables/t", {"requirements": [], "updates": [props]}))
+    for path, body in sent:
+        content = json.dumps(body).encode()
+        response = fuzzed.client.post(path, content=content, headers={"Content-Type": "application/json"})
+        _check(response, "POST", path, body)
+    assert len(sent) >= 14
 
 
 def test_a_fuzzed_server_still_serves(fuzzed: Fuzzed, tmp_path: Path) -> None:

@@ -43,8 +43,9 @@ def _sorted(table: pa.Table) -> dict[str, list[object]]:
 
 @pytest.fixture
 def server(served_sqlite_catalog: SqlCatalog) -> Iterator[RestServer]:
-    # PyIceberg does not read V4 (Firn's default): tables created over REST default to v2.
-    with running_server(served_sqlite_catalog, table_defaults={"format-version": "2"}) as running:
+    # The server as ``firn serve`` runs it, with no table defaults set: tables created over
+    # REST without a format-version are V2, which PyIceberg reads (it does not read V4).
+    with running_server(served_sqlite_catalog) as running:
         yield running
 
 
@@ -78,6 +79,20 @@ def test_pyiceberg_creates_and_appends_and_both_read_the_same(py: PyRestCatalog,
         py.create_table("db.t", SCHEMA)
     with pytest.raises(NoSuchTableError):
         py.load_table("db.nope")
+
+
+def test_a_table_pyiceberg_creates_without_a_format_version_is_one_it_reads(
+    py: PyRestCatalog, server: RestServer
+) -> None:
+    # Issue 18: the server made V4 tables and PyIceberg failed on its own create_table
+    # ("Input tag '4' found using 'format_version' does not match any of the expected tags").
+    py.create_namespace("db")
+    table = py.create_table("db.t", schema=SCHEMA)
+    assert table.metadata.format_version == 2
+    table.append(_rows([3, 1, 2]))
+    assert _sorted(py.load_table("db.t").scan().to_arrow()) == _sorted(_rows([1, 2, 3]))
+    # The served catalog's own view of it: the same V2 table.
+    assert server.catalog.load_table("db.t").format_version == 2
 
 
 def test_firn_writes_and_pyiceberg_reads(py: PyRestCatalog, fc: RestCatalog) -> None:

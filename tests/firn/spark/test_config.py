@@ -91,3 +91,19 @@ def test_the_catalog_name_property_selects_the_catalog(tmp_path: Path) -> None:
     assert sorted(_read(_source_with_conf(conf)).column("id").to_pylist()) == [7, 8]
     chosen = _source_with_conf(conf, **{"catalog.name": "default"})
     assert same_rows(_read(chosen), default.scan().to_arrow())
+
+
+def test_reprs_mask_credentials() -> None:
+    # Catalog settings travel in Spark conf and data source objects; their repr() must not
+    # print a database password or a storage secret (issue 18).
+    conf = {
+        "spark.firn.catalog.uri": "postgresql://firn:DBPASS-77@db/firn",
+        "spark.firn.catalog.s3.secret-access-key": "S3SECRET-88",
+        "spark.firn.catalog.s3.endpoint": "http://minio:9000",
+    }
+    config = CatalogConfig.resolve({}, conf)
+    assert config.properties["s3.secret-access-key"] == "S3SECRET-88"  # still usable
+    settings = SessionSettings(conf=conf)
+    for text in (repr(config), str(config), repr(settings)):
+        assert "DBPASS-77" not in text and "S3SECRET-88" not in text
+        assert "***" in text and "http://minio:9000" in text

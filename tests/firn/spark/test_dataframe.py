@@ -103,6 +103,19 @@ def test_read_equals_scan(spark: Any, tmp_path: Path, catalog: SqlCatalog, kind:
     assert (len(plan.firn_files) > 0) == (kind != "v1")
 
 
+def test_a_plan_does_not_print_storage_secrets(spark: Any, tmp_path: Path, catalog: SqlCatalog) -> None:
+    # Found in issue 18: repr(plan_read(...)) printed io_properties with s3.secret-access-key.
+    secrets = {"s3.secret-access-key": "PLANSECRET-1", "s3.session-token": "PLANTOKEN-2"}
+    build_table(catalog, "v1")
+    plan = firn.spark.plan_read(
+        spark, "db.events", catalog=catalog_uri(tmp_path), **{"s3.access-key-id": "AKID", **secrets}
+    )
+    assert {k: plan.pin.io_properties[k] for k in secrets} == secrets  # executors still get them
+    for text in (repr(plan), str(plan), repr(plan.pin)):
+        assert "PLANSECRET-1" not in text and "PLANTOKEN-2" not in text
+        assert "'s3.secret-access-key': '***'" in text and "'s3.access-key-id': 'AKID'" in text
+
+
 def test_native_part_is_sparks_parquet_file_scan(
     spark: Any, tmp_path: Path, catalog: SqlCatalog, capsys: pytest.CaptureFixture[str]
 ) -> None:

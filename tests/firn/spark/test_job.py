@@ -137,6 +137,15 @@ def test_failures_exit_1_with_class_and_message_on_stderr(tmp_path: Path) -> Non
     }
 
 
+def test_a_catalog_password_is_never_printed(tmp_path: Path) -> None:
+    # The catalog is unreachable (port 1): the job fails naming the URI, with its password masked.
+    argv = _args(tmp_path, "flush", "db.t", dry_run=True)
+    argv[argv.index("--catalog") + 1] = "postgresql://firn:JOBSECRET-11@127.0.0.1:1/firn"
+    done = _script(*argv)
+    assert done.returncode == 1
+    assert "JOBSECRET-11" not in done.stderr + done.stdout and "firn:***@127.0.0.1:1" in done.stderr
+
+
 @pytest.mark.spark
 @pytest.mark.xdist_group("spark")
 def test_run_over_a_namespace_commits_each_table(spark: Any, tmp_path: Path) -> None:

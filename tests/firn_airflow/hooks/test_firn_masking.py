@@ -17,10 +17,13 @@ from tests.fixtures.airflow import load_test_dag
 
 pytestmark = pytest.mark.airflow
 
-URI_PASSWORD = "uri-pass-31337"
+QUERY_PASSWORD = "query-pass-31337"  # given as ?password= in the catalog URI
 CREDENTIAL = "client-cred-42424"  # a name Airflow alone would not mask ("credential")
 STORAGE_SECRET = "s3-secret-97531"
-PASSWORD = "conn-pass-86420"
+# The connection's password, with the characters a URI must encode: it reaches the task log
+# inside the merged catalog URI as conn%40pass%2F86%3A420, a string Airflow was never given.
+PASSWORD = "conn@pass/86:420"
+ENCODED_PASSWORD = "conn%40pass%2F86%3A420"
 
 
 def test_task_log_shows_stars_not_secrets(
@@ -32,7 +35,7 @@ def test_task_log_shows_stars_not_secrets(
             {
                 "conn_type": "firn",
                 # Port 1 refuses at once: test_connection() fails, and its message is logged too.
-                "host": f"postgresql+psycopg://firn:{URI_PASSWORD}@127.0.0.1:1/firn",
+                "host": f"postgresql+psycopg://firn@127.0.0.1:1/firn?password={QUERY_PASSWORD}",
                 "password": PASSWORD,
                 "extra": {
                     "properties": {"client.credential": CREDENTIAL, "io.delete-threads": "4"},
@@ -49,10 +52,46 @@ def test_task_log_shows_stars_not_secrets(
     (log_file,) = log_dir.glob("task_id=log_connection/attempt=*.log")
     text = log_file.read_text()
     events = [json.loads(line).get("event", "") for line in text.splitlines() if line.startswith("{")]
-    for secret in (URI_PASSWORD, CREDENTIAL, STORAGE_SECRET, PASSWORD):
+    for secret in (QUERY_PASSWORD, CREDENTIAL, STORAGE_SECRET, PASSWORD, ENCODED_PASSWORD):
         assert secret not in text, f"{secret} leaked into {log_file}"
-    assert "catalog uri: postgresql+psycopg://firn:***@127.0.0.1:1/firn" in events
+    assert "catalog uri: postgresql+psycopg://firn:***@127.0.0.1:1/firn?password=***" in events
     assert "client credential: ***" in events
     assert "storage secret: ***" in events
     (tested,) = [e for e in events if e.startswith("test_connection ok=False")]
     assert "127.0.0.1" in tested
+
+
+# -- the hook feeds Airflow's masker every form of every secret (its real masker, in-process) -------
+@pytest.mark.parametrize(
+    ("host", "password", "secret", "shown"),
+    [
+        # The connection's password merged into the URI, as SQLAlchemy encodes it.
+        ("postgresql://firn@db/wh", "p@ss/w:rd-1", "p%40ss%2Fw%3Ard-1", "postgresql://firn:***@db/wh"),
+        # A password in the URI's query string, encoded or not.
+        (
+            "postgresql://firn@db/wh?password=qp%40ss-2",
+            None,
+            "qp@ss-2",
+            "postgresql://firn@db/wh?password=***",
+        ),
+        ("postgresql://firn@db/wh?sslmode=x&password=qpass-3", None, "qpass-3", None),
+        # A user-info password holding an encoded '@' and '/'.
+        ("postgresql://firn:u%40p%2Fss-4@db/wh", None, "u@p/ss-4", "postgresql://firn:***@db/wh"),
+    ],
+)
+def test_every_form_of_a_uri_password_is_masked(
+    host: str, password: str | None, secret: str, shown: str | None
+) -> None:
+    from airflow.sdk._shared.secrets_masker import redact
+    from airflow.sdk.definitions.connection import Connection
+
+    from firn_airflow.hooks.firn import catalog_config
+
+    config = catalog_config(Connection(conn_id="firn_forms", conn_type="firn", host=host, password=password))
+    for form in {secret, *(s for s in config.secrets)}:
+        assert "***" in redact(f"log line with {form} in it"), form
+        assert form not in config.redact(f"message about {config.uri}: {form}")
+    assert "***" in redact(config.uri) and redact(config.uri) != config.uri
+    if shown is not None:
+        assert config.display_uri == shown
+    assert secret not in config.display_uri

@@ -22,6 +22,7 @@ from firn.errors import FirnError, Unsupported, ValidationError
 from firn.io.base import FileIO
 from firn.io.pyarrow_io import load_file_io
 from firn.util.lru import LRUCache
+from firn.util.secrets import mask_secrets
 
 # How many distinct table FileIO configurations to keep (vended credentials differ per table).
 _IO_CACHE_SIZE = 64
@@ -156,7 +157,7 @@ class RestCatalogBase:
         self.close()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._name!r}, uri={self.uri!r})"
+        return mask_secrets(f"{type(self).__name__}({self._name!r}, uri={self.uri!r})")
 
     # -- routes and identifiers ----------------------------------------------------------------
     def _supports(self, method: str, route: str) -> bool:
@@ -165,7 +166,8 @@ class RestCatalogBase:
     def _require(self, method: str, route: str, what: str) -> None:
         if not self._supports(method, route):
             raise Unsupported(
-                f"cannot {what}: the REST catalog at {self.uri} does not offer {p.endpoint(method, route)}"
+                f"cannot {what}: the REST catalog at {mask_secrets(self.uri)} does not offer "
+                f"{p.endpoint(method, route)}"
             )
 
     def _path(self, route: str, namespace: Sequence[str] = (), **names: str) -> str:

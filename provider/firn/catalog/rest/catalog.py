@@ -230,7 +230,7 @@ class RestCatalog(RestViewOperations):
 
         The schema, spec and sort order are validated and given fresh ids here first, so a
         mistake is reported before anything is sent. ``format-version`` is sent only when
-        asked for: otherwise the server's default applies (Firn's server: V4).
+        asked for: otherwise the server's default applies (Firn's server: V2).
         """
         ns, name = self._split(identifier)
         props = {str(k): str(v) for k, v in (properties or {}).items()}

@@ -34,6 +34,7 @@ from firn.errors import (
     Unsupported,
     ValidationError,
 )
+from firn.util.secrets import mask_secrets
 from firn.util.version import __version__
 
 # Statuses after which a commit may or may not have been applied (spec "updateTable").
@@ -102,7 +103,9 @@ class RestSession:
 
     def __init__(self, uri: str, properties: Mapping[str, str]) -> None:
         if not uri.startswith(("http://", "https://")):
-            raise ValidationError(f"a REST catalog URI must start with http:// or https://, got {uri!r}")
+            raise ValidationError(
+                mask_secrets(f"a REST catalog URI must start with http:// or https://, got {uri!r}")
+            )
         self.uri = uri.rstrip("/")
         timeout = httpx.Timeout(
             _timeout_s(properties, p.SOCKET_TIMEOUT_MS, p.DEFAULT_SOCKET_TIMEOUT_MS),
@@ -148,14 +151,18 @@ class RestSession:
             try:
                 response = self._http.request(method, path, content=content, params=params, headers=headers)
             except (httpx.ConnectError, httpx.ConnectTimeout) as e:
-                raise FirnError(f"{what}: cannot reach the REST catalog at {self.uri}: {e}") from e
+                raise FirnError(
+                    mask_secrets(f"{what}: cannot reach the REST catalog at {self.uri}: {e}")
+                ) from e
             except httpx.HTTPError as e:
                 if route.commit:
                     raise CommitStateUnknown(
                         f"{what}: the request was sent but no answer came ({type(e).__name__}: {e}); "
                         "the commit may or may not have been applied: check the table before retrying"
                     ) from e
-                raise FirnError(f"{what}: request to {self.uri} failed ({type(e).__name__}: {e})") from e
+                raise FirnError(
+                    mask_secrets(f"{what}: request to {self.uri} failed ({type(e).__name__}: {e})")
+                ) from e
             if response.status_code == 401 and attempt == 0 and self.tokens.renew(auth):
                 continue
             break
