@@ -22,8 +22,11 @@ Every row has the data columns and ``_change_type`` (``INSERT``/``DELETE``), ``_
 (0, 1, ... over the range's non-``replace`` snapshots, oldest first) and
 ``_commit_snapshot_id``. Rows come ordered by ordinal, a snapshot's DELETEs before its INSERTs.
 
-Each snapshot's metadata is read from that snapshot alone: its parent's state is rebuilt from
-what it removed, so a range whose start has been expired reads as well as any. A snapshot
+Each snapshot's metadata is read from that snapshot alone: its parent's deletes are rebuilt
+from what it removed. A range may start at an expired snapshot (``firn.core.snapshot_range``)
+unless the range's first snapshot removed files: their rows are its DELETEs, but only the
+expired parent referenced them, so expiry may have deleted them; that is a ``NotFound``
+naming both snapshots, never a partial changelog. A snapshot
 that only adds data files costs O(change) (V4: its root and new leaves). One that removes data
 files or changes deletes also reads the delete files live in it, and one that changes deletes
 plans its data files to find those the deletes touch (O(table), as Iceberg Java).
@@ -195,6 +198,18 @@ def plan_snapshot_changelog(
     changes = snapshot_changes(io, metadata, snapshot)
     seq_of = changes.data_sequence_number
     sid = snapshot.snapshot_id
+    parent = snapshot.parent_snapshot_id
+    if parent is not None and metadata.snapshot_by_id(parent) is None:
+        removed_files = len(changes.removed_data_files) + len(changes.removed_delete_files)
+        if removed_files:
+            # The rows these files held are the snapshot's DELETEs, but only its parent
+            # referenced the files, and expiring the parent may have deleted them.
+            raise NotFound(
+                f"cannot read the rows snapshot {sid} ({changes.operation}) deleted: it removed "
+                f"{removed_files} file(s) that its parent {parent} referenced, and snapshot {parent} "
+                f"has been expired (its files may be gone); start the changelog at snapshot {sid} "
+                f"(from_snapshot_id={sid}) to read the changes after it"
+            )
     prune = _Pruning(metadata, schema, row_filter, case_sensitive)
     added = [f for f in changes.added_data_files if prune.may_match(f)]
     removed = [f for f in changes.removed_data_files if prune.may_match(f)]

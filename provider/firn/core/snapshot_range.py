@@ -15,7 +15,9 @@ These are Iceberg's ``start-snapshot-id`` / ``end-snapshot-id`` / ``start-timest
 ``toSnapshot``). ``from`` must be an ancestor of ``to``: a snapshot on another branch or one
 rolled back out of ``to``'s history is refused. ``from`` may itself have been expired as long
 as every snapshot of the range is still in the metadata (it is the parent of the oldest
-retained ancestor), as Java allows: the range's changes are all still recorded. A range that
+retained ancestor), as Java allows: the range's changes are all still recorded (a changelog
+still refuses it when the range's first snapshot removed files, whose rows only the expired
+snapshot's files held: ``firn.core.changelog``). A range that
 reaches into expired history, whose changes are no longer recorded, is refused with the
 snapshot where the recorded history starts, never silently shortened.
 """
