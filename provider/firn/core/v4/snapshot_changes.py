@@ -22,6 +22,7 @@ from firn.manifests.v4_layout import V4Layout, specs_partition_ids
 from firn.spec.content import DataFile, EntryStatus, FileContent
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
+from firn.util.arrow_chunks import bool_np
 
 
 class _Collected:
@@ -66,11 +67,10 @@ def root_snapshot_changes(io: FileIO, md: TableMetadata, snapshot: Snapshot) -> 
     added_deletes = _files(root.filter(pa.array(added & is_delete)))
     removed_deletes = _files(root.filter(pa.array(deleted & is_delete)))
 
-    refs = {r.location: r for r in manifest_refs(root)}
-    # New leaves of this snapshot: their ADDED entries.
-    for new_ref in refs.values():
-        if not (added[new_ref.row]):
-            continue
+    # Manifest entries are decoded only where this snapshot changed something: the leaves it
+    # added and the leaves its manifest DVs point at (the root may list a thousand others).
+    is_manifest = np.isin(ct, [int(FileContent.DATA_MANIFEST), int(FileContent.DELETE_MANIFEST)])
+    for new_ref in manifest_refs(root, pa.array(np.nonzero(added & is_manifest)[0])):
         leaf = read_leaf(io, md, new_ref)
         st = pc.struct_field(leaf.column("version_info"), "status")
         leaf_added = leaf.filter(pc.equal(st, int(EntryStatus.ADDED)))
@@ -83,17 +83,22 @@ def root_snapshot_changes(io: FileIO, md: TableMetadata, snapshot: Snapshot) -> 
     for i in np.nonzero(deleted & is_mdv)[0]:
         row = mdv_rows.slice(int(i), 1).to_pylist()[0]
         old[row["referenced_file"]] = decode_mdv(io, row)
+    newly: dict[str, BitMap] = {}
     for i in np.nonzero(added & is_mdv)[0]:
         row = mdv_rows.slice(int(i), 1).to_pylist()[0]
         leaf_loc = row["referenced_file"]
         new_ords = decode_mdv(io, row) - old.get(leaf_loc, BitMap())
-        ref = refs.get(leaf_loc)
-        if ref is None or not new_ords:
-            continue
-        leaf = read_leaf(io, md, ref)
-        removed = _files(leaf.take(pa.array(np.asarray(new_ords.to_array(), dtype=np.int64))))
-        target = removed_data if ref.content is FileContent.DATA_MANIFEST else removed_deletes
-        target.extend(removed)
+        if new_ords:
+            newly[leaf_loc] = new_ords
+    if newly:
+        targets = pc.is_in(root.column("location"), value_set=pa.array(list(newly), pa.string()))
+        rows = pa.array(np.nonzero(bool_np(targets) & is_manifest)[0])
+        for ref in manifest_refs(root, rows):
+            leaf = read_leaf(io, md, ref)
+            ordinals = np.asarray(newly[ref.location].to_array(), dtype=np.int64)
+            removed = _files(leaf.take(pa.array(ordinals)))
+            target = removed_data if ref.content is FileContent.DATA_MANIFEST else removed_deletes
+            target.extend(removed)
     return SnapshotChanges(
         sid,
         snapshot.sequence_number,
