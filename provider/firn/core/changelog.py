@@ -254,6 +254,43 @@ def plan_snapshot_changelog(
     return tasks
 
 
+# -- reading ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ChangelogReadPlans:
+    """The read plans of one changelog: ``rows`` for whole files, ``with_pos`` (the same
+    columns, then ``_pos``) to compare a file's rows before and after its deletes changed."""
+
+    rows: ReadPlan
+    with_pos: ReadPlan
+
+
+def read_changelog_task(
+    io: FileIO, task: ChangelogTask, plans: ChangelogReadPlans
+) -> tuple[pa.Table, pa.Table]:
+    """One task's (DELETE rows, INSERT rows), in ``plans.rows.output_schema``; carry-over rows
+    are not removed here (they pair across the tasks of a snapshot)."""
+    empty = plans.rows.output_schema.empty_table()
+    kind = task.kind
+    if kind is ChangeKind.ADDED_FILE:
+        assert task.after is not None
+        return empty, read_rows(io, task.after, plans.rows)
+    if kind is ChangeKind.REMOVED_FILE:
+        assert task.before is not None
+        return read_rows(io, task.before, plans.rows), empty
+    assert task.before is not None and task.after is not None
+    return positions_diff(
+        read_rows(io, task.before, plans.with_pos), read_rows(io, task.after, plans.with_pos)
+    )
+
+
+def with_change_columns(rows: pa.Table, change: ChangeType, ordinal: int, snapshot_id: int) -> pa.Table:
+    """``rows`` with ``_change_type``, ``_change_ordinal`` and ``_commit_snapshot_id`` appended."""
+    n = rows.num_rows
+    out = rows.append_column(CHANGELOG_FIELDS[0], pa.array([change.value] * n, pa.string()))
+    out = out.append_column(CHANGELOG_FIELDS[1], pa.array([ordinal] * n, pa.int32()))
+    return out.append_column(CHANGELOG_FIELDS[2], pa.array([snapshot_id] * n, pa.int64()))
+
+
 # -- the scan ----------------------------------------------------------------------------------------
 class ChangelogScan:
     """A configured changelog scan; ``plan_tasks`` / ``to_batches`` / ``to_arrow`` run it.
@@ -358,26 +395,33 @@ class ChangelogScan:
         return tasks
 
     # -- reading -------------------------------------------------------------------------------------
-    def _read_schema(self) -> Schema:
-        # Carry-over and net changes compare whole rows, so they read every column.
+    @property
+    def read_schema(self) -> Schema:
+        """The columns rows are read with: every column when carry-over rows are removed (rows
+        compare whole), else the selected ones."""
         return self.schema if self.remove_carry_over else self.projection
 
-    def _plan(self, with_pos: bool) -> ReadPlan:
-        projection = self._read_schema()
+    def read_plans(self) -> ChangelogReadPlans:
+        """How :func:`read_changelog_task` reads this scan's tasks."""
+        projection = self.read_schema
         names = tuple(f.name for f in projection.fields)
-        return ReadPlan(
-            table_schema=self.schema,
-            projection=projection,
-            metadata_columns=("_pos",) if with_pos else (),
-            output_order=(*names, "_pos") if with_pos else names,
-            specs=dict(self.metadata.specs),
-            name_mapping=self.name_mapping,
-        )
+
+        def plan(with_pos: bool) -> ReadPlan:
+            return ReadPlan(
+                table_schema=self.schema,
+                projection=projection,
+                metadata_columns=("_pos",) if with_pos else (),
+                output_order=(*names, "_pos") if with_pos else names,
+                specs=dict(self.metadata.specs),
+                name_mapping=self.name_mapping,
+            )
+
+        return ChangelogReadPlans(plan(False), plan(True))
 
     def _snapshot_rows(self, tasks: Sequence[ChangelogTask]) -> Iterator[SnapshotRows]:
         io = self.table.io
-        plain, with_pos = self._plan(False), self._plan(True)
-        empty = plain.output_schema
+        plans = self.read_plans()
+        empty = plans.rows.output_schema
         by_ordinal: dict[int, list[ChangelogTask]] = {}
         for t in tasks:
             by_ordinal.setdefault(t.change_ordinal, []).append(t)
@@ -385,33 +429,17 @@ class ChangelogScan:
             deleted: list[pa.Table] = []
             inserted: list[pa.Table] = []
             for t in group:
-                kind = t.kind
-                if kind is ChangeKind.ADDED_FILE:
-                    inserted.append(read_rows(io, t.after, plain))  # type: ignore[arg-type]
-                elif kind is ChangeKind.REMOVED_FILE:
-                    deleted.append(read_rows(io, t.before, plain))  # type: ignore[arg-type]
-                else:
-                    gone, back = positions_diff(
-                        read_rows(io, t.before, with_pos),  # type: ignore[arg-type]
-                        read_rows(io, t.after, with_pos),  # type: ignore[arg-type]
-                    )
-                    deleted.append(gone)
-                    inserted.append(back)
-            rows = SnapshotRows(
-                ordinal, group[0].commit_snapshot_id, concat(deleted, empty), concat(inserted, empty)
-            )
+                gone, new = read_changelog_task(io, t, plans)
+                deleted.append(gone)
+                inserted.append(new)
+            d, i = concat(deleted, empty), concat(inserted, empty)
             if self.remove_carry_over:
-                d, i = cancel_carry_over(rows.deleted, rows.inserted)
-                rows = SnapshotRows(ordinal, rows.commit_snapshot_id, d, i)
-            yield rows
+                d, i = cancel_carry_over(d, i)
+            yield SnapshotRows(ordinal, group[0].commit_snapshot_id, d, i)
 
     def _finish(self, rows: pa.Table, change: ChangeType, ordinal: int, snapshot_id: int) -> pa.Table:
         out = rows.select([f.name for f in self.projection.fields])
-        n = out.num_rows
-        out = out.append_column(CHANGELOG_FIELDS[0], pa.array([change.value] * n, pa.string()))
-        out = out.append_column(CHANGELOG_FIELDS[1], pa.array([ordinal] * n, pa.int32()))
-        out = out.append_column(CHANGELOG_FIELDS[2], pa.array([snapshot_id] * n, pa.int64()))
-        return out.cast(self.output_schema)
+        return with_change_columns(out, change, ordinal, snapshot_id).cast(self.output_schema)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The changed rows as record batches, snapshot by snapshot (with ``net_changes``, after
@@ -440,7 +468,10 @@ __all__ = [
     "COMMIT_SNAPSHOT_ID_COLUMN",
     "ChangeKind",
     "ChangeType",
+    "ChangelogReadPlans",
     "ChangelogScan",
     "ChangelogTask",
     "plan_snapshot_changelog",
+    "read_changelog_task",
+    "with_change_columns",
 ]
