@@ -361,7 +361,8 @@ class ChangelogScan:
         for c in self.columns:
             if c in METADATA_FIELDS or c in CHANGELOG_COLUMNS:
                 raise ValidationError(
-                    f"a changelog returns data columns and {', '.join(CHANGELOG_COLUMNS)}; {c!r} cannot be selected"
+                    f"a changelog returns data columns and {', '.join(CHANGELOG_COLUMNS)}; "
+                    f"{c!r} cannot be selected"
                 )
             f = self.schema.find_field(c, case_sensitive=self.case_sensitive)
             if self.schema.parent_id(f.field_id) is not None:

@@ -8,8 +8,9 @@ reads on the executors:
   ``snapshot-id``, ``ref`` (branch or tag) and ``as-of-timestamp`` (epoch ms or ISO-8601)
   time-travel as ``table.scan`` does. Iceberg's incremental read options ``start-snapshot-id``
   / ``start-timestamp`` (exclusive) and ``end-snapshot-id`` / ``end-timestamp`` (inclusive)
-  read the rows the ``append`` snapshots in between added, as ``table.scan(from_snapshot_id=,
-  to_snapshot_id=, from_timestamp=, to_timestamp=)`` does (``firn.core.incremental``); ``columns`` (comma-separated, metadata columns such as
+  read the rows the ``append`` snapshots in between added, as ``table.scan`` does with
+  ``from_snapshot_id`` / ``from_timestamp`` / ``to_snapshot_id`` / ``to_timestamp``
+  (``firn.core.incremental``). ``columns`` (comma-separated, metadata columns such as
   ``_file``/``_pos`` allowed) or a user schema (``.schema("id long, name string")``) prune
   columns. PySpark 4.2's Python data source API has no column-pruning callback (Spark reads
   every column of the schema it was given), so these two are the ways to prune.

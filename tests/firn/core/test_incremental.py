@@ -91,7 +91,9 @@ def test_only_append_snapshots_contribute(catalog: SqlCatalog, version: int, mod
     if version >= 4:
         t.maintenance.flush_root(force=True).run()  # replace
     _append(t, [40, 41])
-    ops = [s.summary.operation.value for s in t.scan(from_snapshot_id=start.snapshot_id).range.snapshots]  # type: ignore[union-attr]
+    span = t.scan(from_snapshot_id=start.snapshot_id).range
+    assert span is not None
+    ops = [s.summary.operation.value for s in span.snapshots]
     assert ops.count("append") == 2 and "replace" in ops and "overwrite" in ops
     # Rows as appended: 11 was deleted later and 12 moved by compaction, still they are listed
     # once; the upsert's and the overwrite's inserts (20, 30) are not appends.

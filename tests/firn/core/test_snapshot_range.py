@@ -170,7 +170,9 @@ def test_range_lists_operations(catalog: SqlCatalog) -> None:
     as_dict = r.to_dict()
     assert as_dict["from_snapshot_id"] == s1.snapshot_id
     assert as_dict["to_snapshot_id"] == t.current_snapshot().snapshot_id  # type: ignore[union-attr]
-    assert [e["operation"] for e in as_dict["snapshots"]] == ["append", "overwrite", "replace"]  # type: ignore[attr-defined]
+    listed = as_dict["snapshots"]
+    assert isinstance(listed, list)
+    assert [e["operation"] for e in listed] == ["append", "overwrite", "replace"]
 
 
 def test_table_changes_uses_the_same_range_rules(catalog: SqlCatalog) -> None:
