@@ -5,6 +5,12 @@ Columns select data columns (dotted names for nested fields) and metadata column
 ``_pos``, ``_spec_id``, and on v3+ ``_row_id``, ``_last_updated_sequence_number``).
 Time travel: ``snapshot_id=``, ``ref=`` (branch or tag) or ``as_of=`` (timestamp); scans by
 snapshot id or timestamp use the schema that snapshot was written with, as Iceberg Java does.
+
+Incremental: ``from_snapshot_id=`` / ``from_timestamp=`` (exclusive) and ``to_snapshot_id=`` /
+``to_timestamp=`` (inclusive) read the rows that ``append`` snapshots in that range added
+(``firn.core.incremental``; the range rules are in ``firn.core.snapshot_range``). The
+timestamps resolve as ``as_of=`` does, so ``scan(from_timestamp=t0, to_timestamp=t1)`` reads
+what was appended between the states ``scan(as_of=t0)`` and ``scan(as_of=t1)`` read.
 """
 
 from __future__ import annotations
@@ -16,8 +22,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from firn.core.incremental import plan_appends
 from firn.core.planning import FileScanTask
 from firn.core.reader import METADATA_FIELDS, ReadPlan, read_tasks
+from firn.core.snapshot_range import SnapshotRange, resolve_range
 from firn.core.trees import plan_snapshot
 from firn.errors import NotFound, ValidationError
 from firn.expressions import AlwaysTrue, BooleanExpression, bind, parse
@@ -68,9 +76,26 @@ class DataScan:
         as_of: dt.datetime | dt.date | int | str | None = None,
         case_sensitive: bool = True,
         limit: int | None = None,
+        from_snapshot_id: int | None = None,
+        to_snapshot_id: int | None = None,
+        from_timestamp: TimestampLike | None = None,
+        to_timestamp: TimestampLike | None = None,
     ) -> None:
         if sum(x is not None for x in (snapshot_id, ref, as_of)) > 1:
             raise ValidationError("choose at most one of snapshot_id, ref and as_of")
+        bounds = {
+            "from_snapshot_id": from_snapshot_id,
+            "to_snapshot_id": to_snapshot_id,
+            "from_timestamp": from_timestamp,
+            "to_timestamp": to_timestamp,
+        }
+        incremental = any(v is not None for v in bounds.values())
+        if incremental and any(x is not None for x in (snapshot_id, ref, as_of)):
+            given = next(k for k, v in bounds.items() if v is not None)
+            raise ValidationError(
+                f"{given} makes an incremental scan; it cannot be combined with snapshot_id, ref or as_of "
+                "(use to_snapshot_id / to_timestamp for the end of the range)"
+            )
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
             raise ValidationError(f"limit must be an integer >= 0, got {limit!r}")
         self.table = table
@@ -82,13 +107,39 @@ class DataScan:
         self._snapshot_id = snapshot_id
         self._ref = ref
         self._as_of = as_of
+        self._range: SnapshotRange | None = None
+        if incremental:
+            self._range = resolve_range(
+                self.metadata,
+                table.name,
+                from_snapshot_id=from_snapshot_id,
+                to_snapshot_id=to_snapshot_id,
+                from_timestamp=from_timestamp,
+                to_timestamp=to_timestamp,
+            )
+        # The schema of an explicit end is that snapshot's, as for time travel.
+        self._time_travel = snapshot_id is not None or as_of is not None
+        self._time_travel |= to_snapshot_id is not None or to_timestamp is not None
         # Validate the filter and columns now so mistakes surface before any I/O.
         bind(self.schema, self.row_filter, case_sensitive=case_sensitive)
         _ = self._projection
 
+    @property
+    def range(self) -> SnapshotRange | None:
+        """The snapshot range of an incremental scan (None for a scan of one snapshot)."""
+        return self._range
+
+    @property
+    def is_incremental(self) -> bool:
+        return self._range is not None
+
     @cached_property
     def snapshot(self) -> Snapshot | None:
+        """The snapshot read (for an incremental scan: the end of its range)."""
         md = self.metadata
+        if self._range is not None:
+            end = self._range.to_snapshot_id
+            return md.snapshot(end) if end is not None else None
         if self._snapshot_id is not None:
             return md.snapshot(self._snapshot_id)
         if self._ref is not None:
@@ -103,7 +154,7 @@ class DataScan:
     def schema(self) -> Schema:
         """The schema rows are read with: the snapshot's for time travel, else the current one."""
         md = self.metadata
-        if (self._snapshot_id is not None or self._as_of is not None) and self.snapshot is not None:
+        if self._time_travel and self.snapshot is not None:
             sid = self.snapshot.schema_id
             if sid is not None and md.snapshot_by_id(self.snapshot.snapshot_id) is not None:
                 try:
@@ -148,7 +199,17 @@ class DataScan:
         return parse_name_mapping(text) if text else None
 
     def plan_files(self) -> Sequence[FileScanTask]:
-        """The data files to read, each with its delete files and residual filter."""
+        """The data files to read, each with its delete files and residual filter (for an
+        incremental scan: the files its range's ``append`` snapshots added, no deletes)."""
+        if self._range is not None:
+            return plan_appends(
+                self.table.io,
+                self.metadata,
+                self._range.snapshots,
+                self.schema,
+                self.row_filter,
+                case_sensitive=self.case_sensitive,
+            )
         snap = self.snapshot
         if snap is None:
             return []
@@ -210,4 +271,4 @@ class DataScan:
         return total
 
 
-__all__ = ["DataScan", "FileScanTask", "to_expression"]
+__all__ = ["DataScan", "FileScanTask", "SnapshotRange", "to_expression"]

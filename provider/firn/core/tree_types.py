@@ -64,7 +64,11 @@ class TreeWriter(Protocol):
 
 @dataclass(frozen=True)
 class SnapshotChanges:
-    """Files one snapshot added and removed, with sequence numbers of the added ones."""
+    """Files one snapshot added and removed.
+
+    ``sequence_numbers`` maps each of those files' ``file_key`` to its data sequence number
+    (the snapshot's own for the files it added, unless a compaction kept older ones; the
+    number a removed file had while it was live), which decides which deletes apply to it."""
 
     snapshot_id: int
     sequence_number: int
@@ -74,6 +78,11 @@ class SnapshotChanges:
     added_delete_files: tuple[DataFile, ...] = ()
     removed_delete_files: tuple[DataFile, ...] = ()
     extra: dict[str, int] = field(default_factory=dict)
+    sequence_numbers: Mapping[str, int] = field(default_factory=dict)
+
+    def data_sequence_number(self, f: DataFile) -> int:
+        """The data sequence number of one of the files this snapshot added or removed."""
+        return self.sequence_numbers.get(f.file_key, self.sequence_number)
 
     @property
     def added_dvs(self) -> tuple[DataFile, ...]:

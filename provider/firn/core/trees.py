@@ -7,17 +7,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from firn.core.legacy.planning import plan_legacy
+from firn.core.legacy.planning import legacy_delete_entries, plan_legacy
 from firn.core.legacy.snapshot_changes import legacy_snapshot_changes
 from firn.core.legacy.writer import LegacyTreeWriter
 from firn.core.planning import FileScanTask
 from firn.core.tree_types import SnapshotChanges, TreeWriter
-from firn.core.v4.planning import plan_root
+from firn.core.v4.planning import plan_root, root_delete_entries
 from firn.core.v4.snapshot_changes import root_snapshot_changes
 from firn.core.v4.writer import RootTreeWriter
 from firn.errors import ValidationError
 from firn.expressions import BooleanExpression
 from firn.io.base import FileIO
+from firn.spec.content import ManifestEntry
 from firn.spec.schema import Schema
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
@@ -48,6 +49,13 @@ def plan_snapshot(
     return plan_legacy(io, metadata, snapshot, schema, row_filter, case_sensitive=case_sensitive)
 
 
+def live_delete_entries(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestEntry]:
+    """Every delete file live in ``snapshot``, as entries carrying their sequence numbers."""
+    if snapshot.root_manifest is not None:
+        return root_delete_entries(io, metadata, snapshot)
+    return legacy_delete_entries(io, metadata, snapshot)
+
+
 def snapshot_changes(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> SnapshotChanges:
     """The files ``snapshot`` added and removed relative to its parent (for V4, read from its
     root alone, in work proportional to the change)."""
@@ -71,4 +79,4 @@ def snapshots_between(
     raise ValidationError(f"snapshot {from_snapshot_id} is not an ancestor of {to_snapshot_id}")
 
 
-__all__ = ["plan_snapshot", "snapshot_changes", "snapshots_between", "tree_writer_for"]
+__all__ = ["live_delete_entries", "plan_snapshot", "snapshot_changes", "snapshots_between", "tree_writer_for"]

@@ -8,6 +8,8 @@ Spark (``SparkRunner``, the spark-submit job) and shipping Firn to executors.
     firn.spark.register(spark)
     df = spark.read.format("firn").option("catalog", "sqlite:///cat.db").load("db.t")
     df = firn.spark.read(spark, "db.t", catalog="sqlite:///cat.db")  # delete-free files read by Spark
+    new = firn.spark.read(spark, "db.t", from_snapshot_id=a, to_snapshot_id=b)  # rows appended in (a, b]
+    changes = firn.spark.read_changes(spark, "db.t", a, b)  # INSERT/DELETE rows, as table.changelog
     df.write.format("firn").option("catalog", "sqlite:///cat.db").mode("append").save("db.t")
     firn.spark.delete(spark, "db.t", "id < 10", catalog="sqlite:///cat.db")
     firn.spark.register_view(spark, "db.v", catalog="sqlite:///cat.db")  # a Firn view, as temp view v
@@ -20,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from firn.spark import job
+from firn.spark.changes import SparkChangelogPlan, plan_changes, read_changes
 from firn.spark.config import CatalogConfig, catalog_config
 from firn.spark.dataframe import RoutedFile, SparkReadPlan, plan_read, read
 from firn.spark.deletes import RowDeleteResult, delete, merge_on_read_delete
@@ -83,6 +86,7 @@ __all__ = [
     "FirnDataSource",
     "RoutedFile",
     "RowDeleteResult",
+    "SparkChangelogPlan",
     "SparkReadPlan",
     "SparkRunner",
     "WorkerPython",
@@ -94,8 +98,10 @@ __all__ = [
     "merge_on_read_delete",
     "pack_venv",
     "package",
+    "plan_changes",
     "plan_read",
     "read",
+    "read_changes",
     "register",
     "register_view",
 ]

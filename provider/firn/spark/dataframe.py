@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pyspark.sql import Column
 from pyspark.sql import types as st
@@ -58,11 +58,13 @@ from firn.spark.source import FirnDataSource, FirnReader, SessionSettings, witho
 from firn.spark.typemap import spark_field
 from firn.spark.workers import check_workers
 from firn.spec.content import FileFormat
+from firn.spec.name_mapping import NameMapping
 from firn.spec.schema import Schema
+from firn.spec.table_metadata import TableMetadata
 from firn.spec.types import NestedField, StructType
 from firn.table.table import Table
 from firn.util.secrets import masked_repr
-from firn.util.timestamps import to_timestamp_ms
+from firn.util.timestamps import TimestampLike, to_timestamp_ms
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -142,7 +144,7 @@ class SparkReadPlan:
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
         """The DataFrame: the native groups and the Firn part, unioned by name."""
         names = [quote_name(f.name) for f in self.schema.fields]
-        parts = [_native_frame(spark, g, self.schema) for g in self.native]
+        parts = [native_frame(spark, g, self.schema) for g in self.native]
         if self.firn_tasks:
             parts.append(_firn_frame(spark, self.pin, self.firn_tasks).select(*names))
         if not parts:
@@ -163,6 +165,10 @@ def read(
     spark_path: Callable[[str], str | None] | None = None,
     catalog: str | None = None,
     warehouse: str | None = None,
+    from_snapshot_id: int | None = None,
+    to_snapshot_id: int | None = None,
+    from_timestamp: TimestampLike | None = None,
+    to_timestamp: TimestampLike | None = None,
     **catalog_properties: str,
 ) -> DataFrame:
     """The rows of ``table`` (a loaded table, read in the state it holds, or a name in the
@@ -171,7 +177,10 @@ def read(
     files applied. Delete-free files are read by Spark's own Parquet reader (see the module
     docstring); ``spark_path`` maps a Firn file location to the path Spark reads it at, or to
     None to leave the file to Firn. ``filter`` is a Firn filter (expression or string, Firn's
-    semantics); Spark's own ``where`` on the result works too."""
+    semantics); Spark's own ``where`` on the result works too. ``from_snapshot_id`` /
+    ``from_timestamp`` (exclusive) and ``to_snapshot_id`` / ``to_timestamp`` (inclusive) read
+    incrementally: the rows the ``append`` snapshots in between added, as ``table.scan`` with
+    the same arguments (Iceberg's ``start-snapshot-id`` ... read options)."""
     return plan_read(
         spark,
         table,
@@ -184,6 +193,10 @@ def read(
         spark_path=spark_path,
         catalog=catalog,
         warehouse=warehouse,
+        from_snapshot_id=from_snapshot_id,
+        to_snapshot_id=to_snapshot_id,
+        from_timestamp=from_timestamp,
+        to_timestamp=to_timestamp,
         **catalog_properties,
     ).to_dataframe(spark)
 
@@ -201,21 +214,22 @@ def plan_read(
     spark_path: Callable[[str], str | None] | None = None,
     catalog: str | None = None,
     warehouse: str | None = None,
+    from_snapshot_id: int | None = None,
+    to_snapshot_id: int | None = None,
+    from_timestamp: TimestampLike | None = None,
+    to_timestamp: TimestampLike | None = None,
     **catalog_properties: str,
 ) -> SparkReadPlan:
     """What :func:`read` would read, and how (driver only: plans, reads footers, runs no job)."""
-    if isinstance(table, str):
-        t = catalog_config(spark, catalog, warehouse, **catalog_properties).load().load_table(table)
-    elif isinstance(table, Table):
-        t = table
-    else:
-        raise ValidationError(f"table must be a name or a loaded Table, got {type(table).__name__}")
+    t = load_table(spark, table, catalog, warehouse, catalog_properties)
     if columns is not None:
         if isinstance(columns, str):
             raise ValidationError("columns must be a sequence of column names, not one string")
         if not columns:
             raise ValidationError("select at least one column (columns=[] selects nothing)")
     as_of = to_timestamp_ms(as_of_timestamp) if as_of_timestamp is not None else None
+    start = to_timestamp_ms(from_timestamp, what="from_timestamp") if from_timestamp is not None else None
+    end = to_timestamp_ms(to_timestamp, what="to_timestamp") if to_timestamp is not None else None
     scan = t.scan(
         filter=filter,
         columns=columns,
@@ -223,17 +237,55 @@ def plan_read(
         ref=ref,
         as_of=as_of,
         case_sensitive=case_sensitive,
+        from_snapshot_id=from_snapshot_id,
+        to_snapshot_id=to_snapshot_id,
+        from_timestamp=start,
+        to_timestamp=end,
     )
     output = _output_fields(scan, columns)
     schema = st.StructType([spark_field(f) for f in output])
-    pin = _Pin(
-        t.name,
-        t.metadata_location,
-        dict(t.io.properties),
-        _source_options(scan, output, columns, snapshot_id, ref, as_of),
-    )
-    router = _Router(t, scan, output, spark_path or _default_spark_path(t))
+    options = _source_options(scan, output, columns, snapshot_id, ref, as_of)
+    # The firn part reads the same range: Iceberg's option names, timestamps in epoch ms.
+    for name, value in (
+        ("start-snapshot-id", from_snapshot_id),
+        ("end-snapshot-id", to_snapshot_id),
+        ("start-timestamp", start),
+        ("end-timestamp", end),
+    ):
+        if value is not None:
+            options[name] = str(value)
+    pin = _Pin(t.name, t.metadata_location, dict(t.io.properties), options)
+    router = Router(t, scan, output, spark_path or default_spark_path(t))
     return router.route(scan.plan_files(), schema, pin)
+
+
+def load_table(
+    spark: SparkSession,
+    table: str | Table,
+    catalog: str | None,
+    warehouse: str | None,
+    catalog_properties: Mapping[str, str],
+) -> Table:
+    """``table`` itself, or the table of that name in the catalog the arguments (or the
+    session's ``spark.firn.catalog.*``) name."""
+    if isinstance(table, str):
+        return catalog_config(spark, catalog, warehouse, **catalog_properties).load().load_table(table)
+    if isinstance(table, Table):
+        return table
+    raise ValidationError(f"table must be a name or a loaded Table, got {type(table).__name__}")
+
+
+class RoutedScan(Protocol):
+    """What routing files between Spark's reader and Firn's needs of a scan."""
+
+    @property
+    def schema(self) -> Schema: ...
+
+    @property
+    def metadata(self) -> TableMetadata: ...
+
+    @property
+    def name_mapping(self) -> NameMapping | None: ...
 
 
 # -- planning ------------------------------------------------------------------------------------------
@@ -300,7 +352,7 @@ def _selected_ids(fields: Iterable[NestedField]) -> set[int]:
     return ids
 
 
-def _default_spark_path(table: Table) -> Callable[[str], str | None]:
+def default_spark_path(table: Table) -> Callable[[str], str | None]:
     custom_io = bool(table.io.properties.get(IO_IMPL))
 
     def spark_path(location: str) -> str | None:
@@ -332,9 +384,16 @@ def _spark_path_problem(location: str, path: str | None) -> str | None:
     return None
 
 
-class _Router:
+class Router:
+    """Splits planned tasks into groups Spark's Parquet reader reads (one ``spark.read.parquet``
+    per file layout and residual) and tasks the ``firn`` data source reads, with the reason."""
+
     def __init__(
-        self, table: Table, scan: DataScan, output: list[NestedField], spark_path: Callable[[str], str | None]
+        self,
+        table: Table,
+        scan: RoutedScan,
+        output: list[NestedField],
+        spark_path: Callable[[str], str | None],
     ) -> None:
         self.table = table
         self.scan = scan
@@ -369,6 +428,13 @@ class _Router:
         return problem or _spark_path_problem(f.file_path, path)
 
     def route(self, tasks: Sequence[FileScanTask], schema: st.StructType, pin: _Pin) -> SparkReadPlan:
+        native, firn_tasks, routed = self.split(tasks)
+        return SparkReadPlan(schema, native, firn_tasks, routed, pin)
+
+    def split(
+        self, tasks: Sequence[FileScanTask]
+    ) -> tuple[tuple[NativeGroup, ...], tuple[FileScanTask, ...], tuple[RoutedFile, ...]]:
+        """The native groups, the tasks left to Firn, and why each of those is."""
         routed: list[RoutedFile] = []
         firn_tasks: list[FileScanTask] = []
         candidates: list[tuple[FileScanTask, str]] = []
@@ -402,7 +468,7 @@ class _Router:
             )
             for key, files in groups.items()
         )
-        return SparkReadPlan(schema, native, tuple(firn_tasks), tuple(routed), pin)
+        return native, tuple(firn_tasks), tuple(routed)
 
     def _layouts(
         self, tasks: Sequence[FileScanTask]
@@ -452,7 +518,8 @@ def _extra_paths(read: st.DataType, out: st.DataType, prefix: str = "") -> list[
     return paths
 
 
-def _native_frame(spark: SparkSession, group: NativeGroup, schema: st.StructType) -> DataFrame:
+def native_frame(spark: SparkSession, group: NativeGroup, schema: st.StructType) -> DataFrame:
+    """A native group's rows as a DataFrame with ``schema``'s columns (Spark's Parquet reader)."""
     from pyspark.sql import functions as F
 
     layout = group.layout
@@ -523,6 +590,11 @@ __all__ = [
     "NATIVE_READ_OPTIONS",
     "PLANNED_SOURCE_NAME",
     "NativeGroup",
+    "RoutedScan",
+    "Router",
+    "default_spark_path",
+    "load_table",
+    "native_frame",
     "PlannedFirnReader",
     "PlannedFirnSource",
     "RoutedFile",

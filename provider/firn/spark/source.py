@@ -6,7 +6,11 @@ reads on the executors:
 * ``schema()`` loads the table and pins the metadata file it read, so the DataFrame's schema
   and rows come from the same table state (load again to see later commits). The options
   ``snapshot-id``, ``ref`` (branch or tag) and ``as-of-timestamp`` (epoch ms or ISO-8601)
-  time-travel as ``table.scan`` does; ``columns`` (comma-separated, metadata columns such as
+  time-travel as ``table.scan`` does. Iceberg's incremental read options ``start-snapshot-id``
+  / ``start-timestamp`` (exclusive) and ``end-snapshot-id`` / ``end-timestamp`` (inclusive)
+  read the rows the ``append`` snapshots in between added, as ``table.scan`` does with
+  ``from_snapshot_id`` / ``from_timestamp`` / ``to_snapshot_id`` / ``to_timestamp``
+  (``firn.core.incremental``). ``columns`` (comma-separated, metadata columns such as
   ``_file``/``_pos`` allowed) or a user schema (``.schema("id long, name string")``) prune
   columns. PySpark 4.2's Python data source API has no column-pruning callback (Spark reads
   every column of the schema it was given), so these two are the ways to prune.
@@ -34,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -83,14 +87,19 @@ class SessionSettings:
 
 @dataclass(frozen=True)
 class Selection:
-    """Which snapshot, rows and columns a read selects (the ``snapshot-id`` / ``ref`` /
-    ``as-of-timestamp`` / ``filter`` / ``columns`` options)."""
+    """Which snapshot(s), rows and columns a read selects (the ``snapshot-id`` / ``ref`` /
+    ``as-of-timestamp`` / ``start-snapshot-id`` / ``end-snapshot-id`` / ``start-timestamp`` /
+    ``end-timestamp`` / ``filter`` / ``columns`` options)."""
 
     snapshot_id: int | None = None
     ref: str | None = None
     as_of: int | str | None = None
     columns: tuple[str, ...] | None = None
     filter: str | None = None
+    start_snapshot_id: int | None = None
+    end_snapshot_id: int | None = None
+    start_timestamp: int | str | None = None
+    end_timestamp: int | str | None = None
 
     @staticmethod
     def from_options(options: Mapping[str, str]) -> Selection:
@@ -98,18 +107,33 @@ class Selection:
             value = options.get(name)
             return value.strip() if isinstance(value, str) and value.strip() else None
 
-        snapshot = get("snapshot-id")
-        try:
-            snapshot_id = int(snapshot) if snapshot is not None else None
-        except ValueError:
-            raise ValidationError(f"option snapshot-id must be an integer, got {snapshot!r}") from None
-        as_of_text = get("as-of-timestamp")
-        as_of: int | str | None = as_of_text
-        if as_of_text is not None and as_of_text.lstrip("-").isdigit():
-            as_of = int(as_of_text)
+        def snapshot(name: str) -> int | None:
+            text = get(name)
+            try:
+                return int(text) if text is not None else None
+            except ValueError:
+                raise ValidationError(f"option {name} must be an integer, got {text!r}") from None
+
+        def timestamp(name: str) -> int | str | None:
+            # Epoch milliseconds as text become an int; other text is parsed as ISO-8601 later.
+            text = get(name)
+            if text is not None and text.lstrip("-").isdigit():
+                return int(text)
+            return text
+
         cols = get("columns")
         columns = tuple(c.strip() for c in cols.split(",") if c.strip()) if cols else None
-        return Selection(snapshot_id, get("ref"), as_of, columns, get("filter"))
+        return Selection(
+            snapshot("snapshot-id"),
+            get("ref"),
+            timestamp("as-of-timestamp"),
+            columns,
+            get("filter"),
+            snapshot("start-snapshot-id"),
+            snapshot("end-snapshot-id"),
+            timestamp("start-timestamp"),
+            timestamp("end-timestamp"),
+        )
 
     def scan(
         self,
@@ -128,6 +152,10 @@ class Selection:
             snapshot_id=self.snapshot_id,
             ref=self.ref,
             as_of=self.as_of,
+            from_snapshot_id=self.start_snapshot_id,
+            to_snapshot_id=self.end_snapshot_id,
+            from_timestamp=self.start_timestamp,
+            to_timestamp=self.end_timestamp,
         )
 
 
@@ -217,9 +245,7 @@ class FirnDataSource(DataSource):
             table=handle.name,
             metadata_location=handle.metadata_location,
             io_properties=dict(handle.io.properties),
-            selection=Selection(
-                selection.snapshot_id, selection.ref, selection.as_of, scan.columns, selection.filter
-            ),
+            selection=replace(selection, columns=scan.columns),
             plan=plan,
             types=types,
             target=spark_arrow_schema(schema),

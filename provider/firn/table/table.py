@@ -13,11 +13,13 @@ from firn.core.actions.row_delta import RowDelta
 from firn.core.actions.update_schema import UpdateSchema
 from firn.core.actions.update_spec import UpdateSpec
 from firn.core.actions.upsert import UpsertResult
+from firn.core.changelog import ChangelogScan
 from firn.core.handle import CommittedMetadata, TableCommit
 from firn.core.scan import DataScan, snapshot_as_of
+from firn.core.snapshot_range import resolve_range
 from firn.core.transaction import Transaction
 from firn.core.tree_types import SnapshotChanges
-from firn.core.trees import snapshot_changes, snapshots_between
+from firn.core.trees import snapshot_changes
 from firn.io.base import FileIO
 from firn.maintenance import TableHealth, TableMaintenance, table_health
 from firn.spec.deletion_scope import DeletionScope
@@ -26,6 +28,7 @@ from firn.spec.schema import Schema
 from firn.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
 from firn.spec.sorting import SortOrder
 from firn.spec.table_metadata import TableMetadata
+from firn.util.timestamps import TimestampLike
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -162,11 +165,19 @@ class Table:
         as_of: dt.datetime | dt.date | int | str | None = None,
         case_sensitive: bool = True,
         limit: int | None = None,
+        from_snapshot_id: int | None = None,
+        to_snapshot_id: int | None = None,
+        from_timestamp: TimestampLike | None = None,
+        to_timestamp: TimestampLike | None = None,
     ) -> DataScan:
         """A scan of the table; nothing is read until ``plan_files``/``to_arrow``/``to_batches``.
 
         Pick at most one of ``snapshot_id``, ``ref`` (branch or tag) or ``as_of`` (time travel).
-        """
+        Or read incrementally: ``from_snapshot_id`` / ``from_timestamp`` (exclusive; default the
+        table's first snapshot) to ``to_snapshot_id`` / ``to_timestamp`` (inclusive; default the
+        current snapshot) returns the rows that the ``append`` snapshots in between added, as
+        appended (``firn.core.incremental``); ``scan.range`` lists the snapshots. Overwrites,
+        deletes and upserts are the changelog's (:meth:`changelog`)."""
         return DataScan(
             self,
             filter=filter,
@@ -176,6 +187,42 @@ class Table:
             as_of=as_of,
             case_sensitive=case_sensitive,
             limit=limit,
+            from_snapshot_id=from_snapshot_id,
+            to_snapshot_id=to_snapshot_id,
+            from_timestamp=from_timestamp,
+            to_timestamp=to_timestamp,
+        )
+
+    def changelog(
+        self,
+        *,
+        from_snapshot_id: int | None = None,
+        to_snapshot_id: int | None = None,
+        from_timestamp: TimestampLike | None = None,
+        to_timestamp: TimestampLike | None = None,
+        filter: BooleanExpression | str | None = None,
+        columns: Sequence[str] | None = None,
+        case_sensitive: bool = True,
+        net_changes: bool = False,
+        remove_carry_over: bool = True,
+    ) -> ChangelogScan:
+        """The rows inserted and deleted in ``(from, to]`` (range as for :meth:`scan`), each with
+        ``_change_type`` (INSERT/DELETE), ``_change_ordinal`` and ``_commit_snapshot_id``, as
+        Iceberg's changelog view: position deletes, DVs and equality deletes included, an update
+        as a DELETE plus an INSERT, ``replace`` commits contributing nothing, copy-on-write
+        carry-over rows removed (``remove_carry_over``); ``net_changes`` cancels across
+        snapshots too (``firn.core.changelog``). Nothing is read until ``to_arrow``."""
+        return ChangelogScan(
+            self,
+            from_snapshot_id=from_snapshot_id,
+            to_snapshot_id=to_snapshot_id,
+            from_timestamp=from_timestamp,
+            to_timestamp=to_timestamp,
+            filter=filter,
+            columns=columns,
+            case_sensitive=case_sensitive,
+            net_changes=net_changes,
+            remove_carry_over=remove_carry_over,
         )
 
     def to_arrow(self) -> pa.Table:
@@ -338,16 +385,14 @@ class Table:
         self, from_snapshot_id: int | None, to_snapshot_id: int | None = None
     ) -> list[SnapshotChanges]:
         """Files added and removed by each snapshot after ``from_snapshot_id`` up to
-        ``to_snapshot_id`` (default: current), oldest first. ``to`` must descend from ``from``.
+        ``to_snapshot_id`` (default: current), oldest first. ``to`` must descend from ``from``
+        (the range rules of :meth:`scan`'s incremental reads).
 
         For V4 snapshots this reads only their roots and the leaves they changed."""
-        to_id = to_snapshot_id if to_snapshot_id is not None else self.metadata.current_snapshot_id
-        if to_id is None:
-            return []
-        return [
-            snapshot_changes(self.io, self.metadata, s)
-            for s in snapshots_between(self.metadata, from_snapshot_id, to_id)
-        ]
+        span = resolve_range(
+            self.metadata, self.name, from_snapshot_id=from_snapshot_id, to_snapshot_id=to_snapshot_id
+        )
+        return [snapshot_changes(self.io, self.metadata, s) for s in span.snapshots]
 
     # -- evolution ----------------------------------------------------------------------------------
     def update_schema(

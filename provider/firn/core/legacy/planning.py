@@ -9,7 +9,7 @@ from firn.core.planning import FileScanTask, SpecEvaluators, build_tasks, select
 from firn.deletes.index import DeleteFileIndex
 from firn.expressions import BooleanExpression, InclusiveMetricsEvaluator
 from firn.io.base import FileIO
-from firn.spec.content import ManifestContent, ManifestFile
+from firn.spec.content import ManifestContent, ManifestEntry, ManifestFile
 from firn.spec.schema import Schema
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
@@ -49,4 +49,15 @@ def plan_legacy(
     return build_tasks(data_entries, index, evaluators)
 
 
-__all__ = ["plan_legacy"]
+def legacy_delete_entries(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestEntry]:
+    """Every live delete entry of a v1-v3 snapshot, with its sequence numbers (no pruning)."""
+    manifests = [
+        m
+        for m in snapshot_manifests(io, snapshot)
+        if m.content is ManifestContent.DELETES and (m.has_added_files() or m.has_existing_files())
+    ]
+    read = read_manifests_parallel(io, manifests, metadata, metadata.schema())
+    return [e for entries in read for e in entries if e.is_live]
+
+
+__all__ = ["legacy_delete_entries", "plan_legacy"]

@@ -18,12 +18,15 @@ def legacy_snapshot_changes(io: FileIO, metadata: TableMetadata, snapshot: Snaps
     removed_data: list[DataFile] = []
     added_deletes: list[DataFile] = []
     removed_deletes: list[DataFile] = []
+    seqs: dict[str, int] = {}
     read = read_manifests_parallel(io, own, metadata, metadata.schema(), include_deleted=True)
     for m, entries in zip(own, read):
         is_data = m.content is ManifestContent.DATA
         for e in entries:
-            if e.snapshot_id != sid:
+            if e.snapshot_id != sid or e.status is EntryStatus.EXISTING:
                 continue
+            if e.sequence_number is not None:
+                seqs[e.data_file.file_key] = e.sequence_number
             if e.status is EntryStatus.ADDED:
                 (added_data if is_data else added_deletes).append(e.data_file)
             elif e.status is EntryStatus.DELETED:
@@ -36,6 +39,7 @@ def legacy_snapshot_changes(io: FileIO, metadata: TableMetadata, snapshot: Snaps
         tuple(removed_data),
         tuple(added_deletes),
         tuple(removed_deletes),
+        sequence_numbers=seqs,
     )
 
 

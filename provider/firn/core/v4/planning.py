@@ -40,7 +40,7 @@ from firn.expressions.projection import partition_struct, project_inclusive
 from firn.io.base import FileIO
 from firn.manifests.v4_io import conform
 from firn.manifests.v4_layout import ContentStats, V4Layout, specs_partition_ids
-from firn.spec.content import DataFile, FileContent, FileFormat, make_data_file
+from firn.spec.content import DataFile, FileContent, FileFormat, ManifestEntry, make_data_file
 from firn.spec.schema import Schema
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
@@ -413,6 +413,23 @@ def plan_root(
     return PlannedTasks(data, index, md, schema, row_filter, case_sensitive, origins)
 
 
+def root_delete_entries(io: FileIO, md: TableMetadata, snapshot: Snapshot) -> list[ManifestEntry]:
+    """Every live delete entry of a V4 snapshot (root entries and delete leaves, manifest DVs
+    applied), with its inherited sequence numbers; no pruning."""
+    layout = V4Layout.for_metadata(md)
+    root = root_table(io, md, snapshot)
+    live = bool_np(live_mask(root))
+    ct = root.column("content_type").to_numpy()
+    at_root = live & np.isin(ct, [int(FileContent.POSITION_DELETES), int(FileContent.EQUALITY_DELETES)])
+    parts = [conform(root.filter(pa.array(at_root)), layout)]
+    refs = [r for r in manifest_refs(root) if r.content is FileContent.DELETE_MANIFEST]
+    if refs:
+        leaves = read_leaves_batched(io, md, refs)
+        keep = mdv_keep_batched(live_mdvs(io, root), refs, leaves) & bool_np(live_mask(leaves.table))
+        parts.append(_keep(leaves.table, keep))
+    return _delete_entries(md, pa.concat_tables(parts))
+
+
 def _as_entries(md: TableMetadata, table: pa.Table) -> list[Any]:
     return _delete_entries(md, table)
 
@@ -454,4 +471,4 @@ def _origins_batched(manifests: list[str], index: np.ndarray, ordinals: np.ndarr
     )
 
 
-__all__ = ["PlannedTasks", "partition_mask", "plan_root"]
+__all__ = ["PlannedTasks", "partition_mask", "plan_root", "root_delete_entries"]
