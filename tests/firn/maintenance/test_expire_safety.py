@@ -19,7 +19,14 @@ import pytest
 from firn.catalog.sql import SqlCatalog
 from firn.errors import LeaseHeld
 from firn.table.table import Table
-from tests.fixtures.maintenance import files_by_snapshot, files_on_disk, rows, rows_by_snapshot, soon_ms
+from tests.fixtures.maintenance import (
+    files_by_snapshot,
+    files_on_disk,
+    remove_orphans,
+    rows,
+    rows_by_snapshot,
+    soon_ms,
+)
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("worker", pa.int32())])
 ROOT = Path(__file__).resolve().parents[3]
@@ -149,6 +156,9 @@ def test_killed_before_the_commit_landed(sqlite_catalog: SqlCatalog, tmp_path: P
     leftovers = files_on_disk(t.location) - disk
     assert len(leftovers) == 1 and next(iter(leftovers)).endswith(".metadata.json")
     _wait_out_the_dead_runs_lease(t)
-    result = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
+    # Both phases of orphan removal (recorded, then deleted past orphans.grace): afterwards the
+    # disk holds what it held before the killed run, plus the orphan record itself.
+    result = remove_orphans(t, older_than=soon_ms(), force=True)
     assert set(result.orphan_file_locations) == leftovers
-    assert files_on_disk(t.location) == disk
+    assert set(result.deleted_file_locations) == leftovers
+    assert {p for p in files_on_disk(t.location) if "/metadata/orphans/" not in p} == disk

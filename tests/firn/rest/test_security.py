@@ -46,6 +46,29 @@ def server(served_sqlite_catalog: SqlCatalog) -> Iterator[RestServer]:
         yield running
 
 
+# Where the read checks below are exercised: by default the catalog refuses these locations
+# before reading anything (they lie outside its warehouse; issue 18 item 2), so a second layer,
+# the bounded, regular-files-only read, is reached only where an operator allowed the prefix.
+WIDENED = ("/proc", "/dev", "/etc")
+
+
+@pytest.fixture
+def wide_server(tmp_path: Path) -> Iterator[RestServer]:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    home = tmp_path / "wide"
+    home.mkdir()
+    catalog = make_sqlite_catalog(
+        home, name="served", **{"allowed-locations": ",".join([*WIDENED, str(elsewhere)])}
+    )
+    catalog.create_namespace("db")
+    try:
+        with running_server(catalog) as running:
+            yield running
+    finally:
+        catalog.close()
+
+
 def _assert_error(response: httpx.Response, status: int, *fragments: str) -> dict[str, Any]:
     assert response.status_code == status, response.text
     error: dict[str, Any] = response.json()["error"]
@@ -83,15 +106,22 @@ def test_a_location_that_cannot_be_written_is_a_4xx_naming_it(server: RestServer
     ],
 )
 def test_registering_an_unreadable_location_is_a_4xx_naming_it(
-    server: RestServer, location: str, why: str
+    server: RestServer, wide_server: RestServer, location: str, why: str
 ) -> None:
+    # By default: refused for where it is, before anything is read.
     r = httpx.post(
         f"{server.url}/v1/namespaces/db/register", json={"name": "r", "metadata-location": location}
+    )
+    _assert_error(r, 400, location.rstrip("/"), "lies outside the places of catalog")
+    assert not server.catalog.table_exists("db.r")
+    # Where an operator allowed the prefix: refused for what it is, naming it.
+    r = httpx.post(
+        f"{wide_server.url}/v1/namespaces/db/register", json={"name": "r", "metadata-location": location}
     )
     assert 400 <= r.status_code < 500, r.text
     message = r.json()["error"]["message"]
     assert location.rstrip("/") in message and why in message
-    assert not server.catalog.table_exists("db.r")
+    assert not wide_server.catalog.table_exists("db.r")
 
 
 # -- finding 7: /dev/zero, FIFOs and huge files are refused at once, memory bounded --------------------
@@ -101,11 +131,12 @@ def _max_rss_mib() -> float:
 
 @pytest.mark.timeout(120)
 def test_register_of_a_device_a_fifo_or_a_huge_file_fails_fast_with_memory_bounded(
-    server: RestServer, tmp_path: Path
+    wide_server: RestServer, tmp_path: Path
 ) -> None:
-    fifo = tmp_path / "pipe.metadata.json"
+    server = wide_server  # the read checks are reached only inside allowed prefixes (see WIDENED)
+    fifo = tmp_path / "elsewhere" / "pipe.metadata.json"
     os.mkfifo(fifo)
-    huge = tmp_path / "huge.metadata.json"
+    huge = tmp_path / "elsewhere" / "huge.metadata.json"
     with open(huge, "wb") as f:  # sparse: 600 MiB on paper, nothing on disk
         f.truncate(600 * 1024 * 1024)
     before = _max_rss_mib()
