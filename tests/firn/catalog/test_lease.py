@@ -30,7 +30,7 @@ from tests.fixtures.catalogs import (
     make_memory_catalog,
     make_postgres_catalog,
     make_sqlite_catalog,
-    postgres_unavailable,
+    require_postgres,
 )
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
@@ -45,8 +45,7 @@ def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseCata
         yield c
         c.close()
     else:
-        if reason := postgres_unavailable():
-            pytest.skip(reason)
+        require_postgres()
         pg = make_postgres_catalog(tmp_path / "warehouse")
         yield pg
         drop_postgres_catalog(pg)
@@ -241,8 +240,7 @@ def test_processes_race_sqlite(tmp_path: Path) -> None:
 
 @pytest.mark.postgres
 def test_processes_race_postgres(tmp_path: Path) -> None:
-    if reason := postgres_unavailable():
-        pytest.skip(reason)
+    require_postgres()
     pg = make_postgres_catalog(tmp_path / "warehouse")
     try:
         _assert_one_winner_per_round(_race(POSTGRES_URL, str(tmp_path / "warehouse"), pg.name))
@@ -300,8 +298,7 @@ def test_killed_holder_is_taken_over_after_expiry_sqlite(tmp_path: Path) -> None
 
 @pytest.mark.postgres
 def test_killed_holder_is_taken_over_after_expiry_postgres(tmp_path: Path) -> None:
-    if reason := postgres_unavailable():
-        pytest.skip(reason)
+    require_postgres()
     pg = make_postgres_catalog(tmp_path / "warehouse")
     try:
         _crash_then_take_over(pg, POSTGRES_URL, str(tmp_path / "warehouse"))

@@ -35,7 +35,7 @@ from tests.fixtures.catalogs import (
     drop_postgres_catalog,
     make_postgres_catalog,
     make_sqlite_catalog,
-    postgres_unavailable,
+    require_postgres,
 )
 from tests.fixtures.maintenance import files_by_snapshot, files_on_disk, local, rows, soon_ms
 
@@ -231,8 +231,7 @@ def test_beside_four_writer_processes_sqlite(tmp_path: Path, operation: str, ver
     [("expire_snapshots", 3), ("remove_orphan_files", 2), ("flush_root", 4)],
 )
 def test_beside_four_writer_processes_postgres(tmp_path: Path, operation: str, version: int) -> None:
-    if reason := postgres_unavailable():
-        pytest.skip(reason)
+    require_postgres()
     catalog = make_postgres_catalog(tmp_path / "warehouse")
     try:
         _race(catalog, POSTGRES_URL, tmp_path / "warehouse", version, OPERATIONS[operation])
