@@ -73,6 +73,7 @@ def test_the_verdict_check_can_fail(script: str, stdout: str, ok: bool) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # past the script's own 600 s limit below, which then names it
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_bench_quick_run(script: str) -> None:
     done = subprocess.run(
