@@ -52,3 +52,11 @@ def test_timed_commit_records_the_commit(tmp_path: Path) -> None:
     assert first.started <= first.ended <= second.started <= second.ended
     assert catalog.load_table("db.t").current_snapshot().snapshot_id == second.snapshot_id  # type: ignore[union-attr]
     catalog.close()
+
+
+def test_a_refused_attempt_counts_as_a_lost_race_and_as_work_in_flight() -> None:
+    refused = TimedCommit(1, snapshot_id=None, attempts=1, started=0.5, ended=0.9)
+    commits = [_c(0, 0.0, 1.0), refused, _c(1, 1.0, 2.0)]
+    assert retries(commits) == 1
+    assert overlapping(commits) == (commits[0], refused)
+    assert_raced(commits)

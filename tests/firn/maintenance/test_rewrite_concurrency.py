@@ -69,9 +69,8 @@ def _writer(
                 for _ in range(20):
                     try:
                         table.refresh()
-                        commits.append(
-                            timed_commit(worker, lambda tx, v=victim: tx.delete(f"id = {v}"), table)
-                        )
+                        delete = lambda tx, v=victim: tx.delete(f"id = {v}")  # noqa: E731
+                        commits.append(timed_commit(worker, delete, table, refused=commits))
                         deleted.append(victim)
                         break
                     except CommitConflict:
