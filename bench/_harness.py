@@ -1,7 +1,14 @@
-"""Shared helpers for the side-by-side benchmarks in ``bench/`` (not a benchmark itself).
+"""Shared helpers for the benchmarks in ``bench/`` (not a benchmark itself).
 
-Every benchmark runs Firn and its peer in one process and prints medians, ratios and the
-issue's target next to them; nothing here asserts timings.
+Most benchmarks run Firn and a peer in one process and print medians, ratios and the issue's
+target next to them; nothing here asserts timings. Two conventions every script follows:
+
+* Sides that are timed against each other run in a different order each round
+  (:func:`round_order`), so neither always runs first, warm, or right after the other.
+* Every target is judged through :func:`verdict`, and the script's last line is the one
+  :func:`final_verdict` prints: ``VERDICT: MET (n/n targets met)``, ``VERDICT: MISSED (k/n
+  targets met)``, or ``VERDICT: REPORT ONLY (<why>)`` for a script without a target.
+  ``tests/test_bench_smoke.py`` requires that line from every script.
 """
 
 from __future__ import annotations
@@ -79,8 +86,37 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.1f} ms"
 
 
+_judged: list[bool] = []  # every target this process judged, for final_verdict
+
+
 def verdict(met: bool) -> str:
+    """``MET`` or ``MISSED`` for a line stating a target; counted in the final verdict."""
+    _judged.append(bool(met))
     return "MET" if met else "MISSED"
+
+
+def final_verdict(report_only: str | None = None) -> str:
+    """Print (and return) the script's closing verdict line over every :func:`verdict` it
+    made; ``report_only`` (the reason) for a script that judges no target."""
+    if report_only is not None:
+        if _judged:
+            raise AssertionError("a report-only benchmark judged a target")
+        line = f"VERDICT: REPORT ONLY ({report_only})"
+    elif not _judged:
+        raise AssertionError("the benchmark judged no target; say why with report_only")
+    else:
+        met = sum(_judged)
+        line = f"VERDICT: {'MET' if met == len(_judged) else 'MISSED'} ({met}/{len(_judged)} targets met)"
+    print(f"\n{line}", flush=True)
+    return line
+
+
+def round_order(sides: Sequence[T], round_index: int) -> list[T]:
+    """The sides in the order to run them in round ``round_index``: rotated by one each round
+    (two sides swap every round), so every side takes every position equally often over a
+    multiple of ``len(sides)`` rounds."""
+    k = round_index % len(sides) if sides else 0
+    return [*sides[k:], *sides[:k]]
 
 
 def files_under(path: Path) -> dict[str, int]:
@@ -134,6 +170,7 @@ def local_path(uri: str) -> Path:
 __all__ = [
     "CACHE_DIR",
     "files_under",
+    "final_verdict",
     "firn_catalog",
     "local_path",
     "median",
@@ -141,6 +178,7 @@ __all__ = [
     "new_files",
     "pyiceberg_catalog",
     "quiet_peers",
+    "round_order",
     "spark_session",
     "timed",
     "verdict",

@@ -29,7 +29,16 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from _harness import firn_catalog, median, pyiceberg_catalog, quiet_peers, timed, verdict, workdir
+from _harness import (
+    final_verdict,
+    firn_catalog,
+    median,
+    pyiceberg_catalog,
+    quiet_peers,
+    timed,
+    verdict,
+    workdir,
+)
 
 FLAT_TARGET = 1.2
 T = TypeVar("T")
@@ -145,4 +154,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    status = main()
+    final_verdict()
+    raise SystemExit(status)

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import CACHE_DIR, firn_catalog, median, ms, timed, verdict, workdir
+from _harness import CACHE_DIR, final_verdict, firn_catalog, median, ms, timed, verdict, workdir
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
 PER_TRANSACTION = 100  # snapshots per commit while building (one metadata JSON per 100)
@@ -119,3 +119,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    final_verdict()

@@ -32,7 +32,7 @@ import random
 import time
 from typing import Any
 
-from _harness import firn_catalog, median, ms, pyiceberg_catalog, quiet_peers, verdict, workdir
+from _harness import final_verdict, firn_catalog, median, ms, pyiceberg_catalog, quiet_peers, verdict, workdir
 from bench_v4_planning import SCHEMA, make_files
 
 TARGET_MS = 50.0
@@ -222,4 +222,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    status = main()
+    final_verdict()
+    raise SystemExit(status)

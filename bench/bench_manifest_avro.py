@@ -15,6 +15,7 @@ import statistics
 import time
 from collections.abc import Callable
 
+from _harness import final_verdict
 from firn.io.memory import InMemoryFileIO
 from firn.manifests import cache, read_manifest, write_manifest
 from firn.spec.content import DataFile, EntryStatus, FileContent, FileFormat, ManifestEntry
@@ -130,3 +131,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    final_verdict(report_only="throughput next to PyIceberg and the notes' anchors; no target")

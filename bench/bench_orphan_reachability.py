@@ -26,7 +26,17 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import CACHE_DIR, firn_catalog, median, ms, quiet_peers, verdict, workdir
+from _harness import (
+    CACHE_DIR,
+    final_verdict,
+    firn_catalog,
+    median,
+    ms,
+    quiet_peers,
+    round_order,
+    verdict,
+    workdir,
+)
 
 TARGET = 1.5
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("part", pa.string()), ("v", pa.float64())])
@@ -110,17 +120,19 @@ def main() -> None:
 
         firn_t, py_t = [], []
         entries = 0
-        for _ in range(args.repeats):
-            start = time.perf_counter()
-            entries = firn_walk()
-            firn_t.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            py_entries = pyiceberg_read()
-            py_t.append(time.perf_counter() - start)
+        sides = [(firn_walk, firn_t), (pyiceberg_read, py_t)]
+        for run in range(args.repeats):  # who goes first swaps every round
+            counted = {}
+            for side, times in round_order(sides, run):
+                start = time.perf_counter()
+                counted[side] = side()
+                times.append(time.perf_counter() - start)
+            entries, py_entries = counted[firn_walk], counted[pyiceberg_read]
             assert py_entries == entries, (py_entries, entries)
         f, p = median(firn_t), median(py_t)
         print(
-            f"{args.manifests} v2 manifests, {entries} entries, median of {args.repeats} (alternating, cold)"
+            f"{args.manifests} v2 manifests, {entries} entries, median of {args.repeats} "
+            "(alternating, who goes first swapping each round; cold)"
         )
         print(f"  Firn reachability walk     {ms(f):>12}  {entries / f:>10,.0f} entries/s")
         print(f"  PyIceberg manifest entries {ms(p):>12}  {entries / p:>10,.0f} entries/s")
@@ -133,3 +145,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    final_verdict()

@@ -13,8 +13,11 @@ the same 400 files.
 
 Peer: ``pyarrow.parquet.read_table`` of each file in turn, ``concat_tables`` per partition and
 ``write_table`` (zstd, Firn's default codec) of one file per partition: the floor any
-compactor pays. Both sides alternate; medians over ``--runs`` runs are printed with rows/s and
-their ratio.
+compactor pays. Both sides alternate, who goes first swapping every round; medians over
+``--runs`` rounds are printed with rows/s and their ratio.
+
+The 1.7 s target is Iceberg Java 1.10's time on this machine class, measured elsewhere (notes
+§4d): an external figure, printed as such; this script does not run Java.
 
 Run: ``.venv/bin/python bench/bench_rewrite_data_files.py [--appends 200] [--rows 500] [--runs 7]``
 """
@@ -30,7 +33,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from _harness import firn_catalog, median, ms, timed, verdict
+from _harness import final_verdict, firn_catalog, median, ms, round_order, timed, verdict
 
 TARGET_SECONDS = 1.7
 TARGET_RATIO = 0.7
@@ -100,26 +103,36 @@ def main() -> int:
         out_dir.mkdir()
         print(
             f"v2 table: {args.appends} appends x {args.rows} rows = {total_rows:,} rows in {len(tasks)} files "
-            f"({len(by_partition)} partitions); {args.runs} runs per side, alternating"
+            f"({len(by_partition)} partitions); {args.runs} runs per side, alternating, who goes first "
+            "swapping each round"
         )
 
         firn_times: list[float] = []
         plan_times: list[float] = []
         bare_times: list[float] = []
         outputs = 0
-        for run in range(args.runs + 1):  # the first round warms caches and is not counted
+
+        def firn_side() -> tuple[float, float]:
             seconds, _ = timed(lambda: table.maintenance.rewrite_data_files().plan())
             total, result = timed(lambda: table.maintenance.rewrite_data_files().run())
             assert result.rewritten_data_files_count == len(tasks), result
+            nonlocal outputs
             outputs = result.added_data_files_count
-            bare, rows = timed(lambda: bare_rewrite(by_partition, out_dir))
-            assert rows == total_rows
             with table.manage_snapshots() as ms_:
                 ms_.rollback_to(start_snapshot)
+            return total, seconds
+
+        def bare_side() -> tuple[float, float]:
+            bare, rows = timed(lambda: bare_rewrite(by_partition, out_dir))
+            assert rows == total_rows
+            return bare, 0.0
+
+        for run in range(args.runs + 1):  # the first round warms caches and is not counted
+            took = {side: side() for side in round_order([firn_side, bare_side], run)}
             if run:
-                firn_times.append(total)
-                plan_times.append(seconds)
-                bare_times.append(bare)
+                firn_times.append(took[firn_side][0])
+                plan_times.append(took[firn_side][1])
+                bare_times.append(took[bare_side][0])
 
         firn_s, bare_s = median(firn_times), median(bare_times)
         firn_rate, bare_rate = total_rows / firn_s, total_rows / bare_s
@@ -129,8 +142,10 @@ def main() -> int:
         )
         print(f"     of which planning (.plan()):  {ms(median(plan_times)):>10}")
         print(f"  bare pyarrow read+write:          {ms(bare_s):>10}  {bare_rate:>12,.0f} rows/s")
-        print(f"  Iceberg Java 1.10 (notes §4d):    {ms(TARGET_SECONDS):>10}")
-        print(f"time {firn_s:.2f} s (target <= {TARGET_SECONDS} s)  {verdict(firn_s <= TARGET_SECONDS)}")
+        print(
+            f"time {firn_s:.2f} s (target <= {TARGET_SECONDS} s: Iceberg Java 1.10's time on this machine "
+            f"class, an external figure from notes §4d, not run here)  {verdict(firn_s <= TARGET_SECONDS)}"
+        )
         print(
             f"throughput ratio Firn/pyarrow = {ratio:.2f}x (target >= {TARGET_RATIO}x)  {verdict(ratio >= TARGET_RATIO)}"
         )
@@ -139,4 +154,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    status = main()
+    final_verdict()
+    raise SystemExit(status)

@@ -17,8 +17,9 @@ Spark's ``noop`` sink (the whole scan runs, nothing is written):
   source pays to hand Arrow data to Spark.
 
 Each timing runs from making the DataFrame (``firn.spark.read``'s planning and footer reads,
-``spark.read.parquet``'s file listing) to the end of the write. The sides alternate,
-``--runs`` times each after one warm-up each; medians, each side's ratio of medians to
+``spark.read.parquet``'s file listing) to the end of the write. The sides take turns,
+``--runs`` rounds after one warm-up each, the order rotated by one every round (each side
+runs first, second, ... equally often over a multiple of four rounds); medians, each side's ratio of medians to
 ``spark.read.parquet`` and each run pair's ratio (a side's run against the ``spark.read.parquet``
 run next to it) are printed with the target. Session start is not timed; ``firn.spark.read``'s
 driver-side planning is also timed alone.
@@ -39,7 +40,7 @@ import pyarrow as pa
 
 import firn
 import firn.spark
-from _harness import median, spark_session, verdict, workdir
+from _harness import final_verdict, median, round_order, spark_session, verdict, workdir
 from firn.catalog.base import Catalog
 
 TARGET = 0.8
@@ -161,9 +162,9 @@ def main() -> None:
             times: dict[str, list[float]] = {k: [] for k in sides}
             for make in sides.values():  # warm-up: JIT, Python workers, file cache
                 timed_noop(make)
-            for _ in range(args.runs):
-                for name, make in sides.items():
-                    times[name].append(timed_noop(make))
+            for run in range(args.runs):  # rotated each round: no side always first or last
+                for name in round_order(list(sides), run):
+                    times[name].append(timed_noop(sides[name]))
             planning = []
             for _ in range(max(3, args.runs)):
                 t0 = time.perf_counter()
@@ -171,7 +172,9 @@ def main() -> None:
                 planning.append(time.perf_counter() - t0)
         finally:
             spark.stop()
-    print(f"\nfull scan into Spark's noop sink, local[2], {args.runs} alternating runs each (median)")
+    print(
+        f"\nfull scan into Spark's noop sink, local[2], {args.runs} rounds, order rotated each round (median)"
+    )
     print(f"  (the firn data source and the floor: {parts} input partitions each)")
     for name, ts in times.items():
         m = median(ts)
@@ -196,3 +199,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    final_verdict()

@@ -10,8 +10,8 @@ compute it the same way on every run. Firn appends it to a fresh unpartitioned v
 run (``mode("append")``, including the commit); Spark writes it to a fresh directory with
 ``df.write.parquet`` (snappy on both sides, Firn's default codec being zstd is overridden by
 the table property ``write.parquet.compression-codec=snappy`` so both encode alike). The two
-alternate, ``--runs`` times each after one warm-up each; medians, their ratio and the
-ratio of each run pair are printed.
+take turns, ``--runs`` rounds after one warm-up each, who goes first swapping every round;
+medians, their ratio and the ratio of each round's pair are printed.
 
 Run: ``.venv/bin/python bench/bench_spark_write.py [--rows N] [--runs N] [--quick]``
 """
@@ -22,7 +22,7 @@ import argparse
 import time
 
 import firn
-from _harness import median, spark_session, verdict, workdir
+from _harness import final_verdict, median, round_order, spark_session, verdict, workdir
 
 TARGET = 0.8
 
@@ -77,13 +77,14 @@ def main() -> None:
             times: dict[str, list[float]] = {k: [] for k in sides}
             for fn in sides.values():
                 fn()  # warm-up
-            for _ in range(args.runs):
-                for name, fn in sides.items():
-                    times[name].append(fn())
+            for run in range(args.runs):  # the order swaps every round
+                for name in round_order(list(sides), run):
+                    times[name].append(sides[name]())
         finally:
             spark.stop()
     print(
-        f"\nwriting {args.rows:,} rows (6 columns, 2 Spark partitions), local[2], {args.runs} alternating runs each"
+        f"\nwriting {args.rows:,} rows (6 columns, 2 Spark partitions), local[2], {args.runs} rounds, "
+        "who goes first swapping each round"
     )
     for name, ts in times.items():
         m = median(ts)
@@ -91,7 +92,7 @@ def main() -> None:
             f"  {name:18s} {m:8.2f} s   {args.rows / m / 1e6:6.2f} M rows/s   runs: {', '.join(f'{t:.2f}' for t in ts)}"
         )
     ratio = median(times["df.write.parquet"]) / median(times["firn data source"])
-    # Each Firn run against the Spark run right after it: steadier than the ratio of medians
+    # Each Firn run against the Spark run of its round: steadier than the ratio of medians
     # when the machine's load changes during the benchmark.
     paired = [p / f for f, p in zip(times["firn data source"], times["df.write.parquet"])]
     print(
@@ -105,3 +106,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    final_verdict()

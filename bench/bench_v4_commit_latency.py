@@ -35,7 +35,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from _harness import firn_catalog, median, pyiceberg_catalog, quiet_peers, timed, verdict, workdir
+from _harness import (
+    final_verdict,
+    firn_catalog,
+    median,
+    pyiceberg_catalog,
+    quiet_peers,
+    timed,
+    verdict,
+    workdir,
+)
 
 FLAT_TARGET = 1.2
 SPEEDUP_TARGET = 20.0
@@ -188,4 +197,6 @@ def _firn_only(table: Any, fresh: Any, rows: pa.Table, n: int, w: int) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    status = main()
+    final_verdict()
+    raise SystemExit(status)

@@ -21,7 +21,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from _harness import files_under, firn_catalog, local_path, new_files, pyiceberg_catalog, quiet_peers, workdir
+from _harness import (
+    files_under,
+    final_verdict,
+    firn_catalog,
+    local_path,
+    new_files,
+    pyiceberg_catalog,
+    quiet_peers,
+    verdict,
+    workdir,
+)
 
 EXPECTED_V4_METADATA_FILES = 2
 
@@ -130,10 +140,12 @@ def main() -> int:
     }
     print(
         f"\nFirn V4 writes exactly {EXPECTED_V4_METADATA_FILES} metadata files per small append "
-        f"(root manifest + metadata JSON): {'MET' if ok else 'MISSED'} (per commit: {v4_counts})"
+        f"(root manifest + metadata JSON): {verdict(ok)} (per commit: {v4_counts})"
     )
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    status = main()
+    final_verdict()
+    raise SystemExit(status)

@@ -42,7 +42,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from _harness import CACHE_DIR, firn_catalog, median, pyiceberg_catalog, quiet_peers, timed, verdict
+from _harness import (
+    CACHE_DIR,
+    final_verdict,
+    firn_catalog,
+    median,
+    pyiceberg_catalog,
+    quiet_peers,
+    timed,
+    verdict,
+)
 
 SPEEDUP_TARGET = 30.0
 LEAF_FRACTION_TARGET = 0.10
@@ -320,4 +329,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    status = main()
+    final_verdict()
+    raise SystemExit(status)

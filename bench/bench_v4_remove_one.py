@@ -24,7 +24,17 @@ import random
 from pathlib import Path
 from typing import Any
 
-from _harness import files_under, firn_catalog, local_path, new_files, pyiceberg_catalog, quiet_peers, workdir
+from _harness import (
+    files_under,
+    final_verdict,
+    firn_catalog,
+    local_path,
+    new_files,
+    pyiceberg_catalog,
+    quiet_peers,
+    verdict,
+    workdir,
+)
 from bench_v4_files_per_commit import kind_of
 from bench_v4_planning import ROWS_PER_FILE, SCHEMA, make_files
 
@@ -121,7 +131,7 @@ def main() -> int:
         )
     print(
         f"\nV4 root manifest / rewritten v2 manifest (Firn) = {root_b:,} / {v2_manifest_b:,} = {ratio:.2%} "
-        f"(target <= {RATIO_TARGET:.0%}) {'MET' if ratio <= RATIO_TARGET else 'MISSED'}"
+        f"(target <= {RATIO_TARGET:.0%}) {verdict(ratio <= RATIO_TARGET)}"
     )
     print(f"V4 root manifest / PyIceberg's rewritten manifest = {root_b / py_manifest_b:.2%}")
     print(
@@ -132,4 +142,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    status = main()
+    final_verdict()
+    raise SystemExit(status)

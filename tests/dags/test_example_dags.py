@@ -22,7 +22,8 @@ from tests.fixtures.airflow import REPO, airflow_cli
 from tests.fixtures.spark import SparkCluster, spark_env
 from tests.fixtures.tables import events
 
-pytestmark = pytest.mark.airflow
+# Each `airflow dags test` may take up to 900 s (dags_test); a test runs one or two of them.
+pytestmark = [pytest.mark.airflow, pytest.mark.timeout(1800)]
 
 EXAMPLE_DAGS = {
     "firn_ingest_events",

@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.airflow, pytest.mark.xdist_group("spark")]
 
 
+@pytest.mark.timeout(1800)  # measured 364 s on a loaded 2-core machine: two DAGs, Spark jobs
 def test_demo_runs_ingest_and_maintenance_dags(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}  # not the tests' Airflow
     env.update({k: v for k, v in spark_env().items() if k.startswith(("PYSPARK_", "SPARK_LOCAL_IP"))})

@@ -159,6 +159,10 @@ def _writer_options(properties: TableProperties) -> dict[str, Any]:
         # Appendix A: 3-level lists named list/element.
         "use_compliant_nested_type": True,
         "write_statistics": True,
+        # A CRC-32 in every page header, as parquet-mr (so Iceberg Java and Spark) writes by
+        # default: readers that verify it (Firn's own) turn a damaged page into an error
+        # instead of wrong values. Costs 4 B per page and a few % of CPU (bench/README.md).
+        "write_page_checksum": True,
     }
     if properties.parquet_compression_level is not None and options["compression"] != "none":
         options["compression_level"] = properties.parquet_compression_level

@@ -350,7 +350,9 @@ def _read(
         raise ValidationError(f"batch_size must be positive, got {batch_size}")
     nf = io.new_input(location).open_arrow()
     try:
-        pf = pq.ParquetFile(nf, pre_buffer=True)
+        # Pages written with a CRC (Firn's, parquet-mr's) are checked: damage is an error, not
+        # wrong values. Pages without one are read as before.
+        pf = pq.ParquetFile(nf, pre_buffer=True, page_checksum_verification=True)
         file_schema = _resolve_ids(pf.schema_arrow, location, name_mapping, file_schema_hint)
         projection = _Projection(
             location, _build_nodes(file_schema), projected, partition_constants or {}, large_types

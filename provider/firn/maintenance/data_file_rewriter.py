@@ -194,7 +194,12 @@ def _batch_read(io: FileIO, md: TableMetadata, tasks: Sequence[FileScanTask]) ->
         return None
     expected = schema_to_arrow(md.schema())
     try:
-        dataset = ds.dataset([p for _, p in located], format="parquet", filesystem=fs)
+        # Page CRCs are verified as on the per-file path; a damaged file fails this fast path
+        # and the per-file reader below then names it.
+        parquet = ds.ParquetFileFormat(
+            default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True)
+        )
+        dataset = ds.dataset([p for _, p in located], format=parquet, filesystem=fs)
         fragments = list(dataset.get_fragments())
         # Reading the footers releases the GIL: a few threads check many small files faster.
         with ThreadPoolExecutor(max_workers=min(4, len(fragments))) as pool:

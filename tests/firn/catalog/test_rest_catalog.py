@@ -362,17 +362,27 @@ def test_a_table_replaced_under_a_writer_is_a_validation_conflict(rest_catalog: 
 
 
 class _FailingCommits(SqlCatalog):
-    """A served catalog whose commits fail with an unexpected error or take too long."""
+    """A served catalog whose commits fail with an unexpected error, or hang until released."""
 
     fail = False
-    delay_s = 0.0
+    hold: threading.Event | None = None  # when given, commits wait for it (the test releases them)
+    landed: threading.Event | None = None  # when given, set once a commit has gone through
 
     def commit_table(self, identifier: Any, commit: TableCommit) -> CommittedMetadata:
-        if self.delay_s:
-            time.sleep(self.delay_s)
+        if self.hold is not None:
+            assert self.hold.wait(120), "the test never released the held commit"
         if self.fail:
             raise RuntimeError("the metastore went away")
-        return super().commit_table(identifier, commit)
+        committed = super().commit_table(identifier, commit)
+        if self.landed is not None:
+            self.landed.set()
+        return committed
+
+
+# The client's socket timeout: generous, as it bounds every request of the test on a loaded
+# machine. The commit that must time out does not depend on it: the server holds it until the
+# client has given up, however long that takes.
+SOCKET_TIMEOUT_MS = 3000
 
 
 def test_server_failures_on_commit_are_commit_state_unknown(tmp_path: Path) -> None:
@@ -380,7 +390,7 @@ def test_server_failures_on_commit_are_commit_state_unknown(tmp_path: Path) -> N
     served.create_namespace("db")
     served.create_table("db.t", SCHEMA, properties={"format-version": "2"})
     with running_server(served) as server:
-        catalog = server.client(**{"rest.client.socket-timeout-ms": "500"})
+        catalog = server.client(**{"rest.client.socket-timeout-ms": str(SOCKET_TIMEOUT_MS)})
         try:
             table = catalog.load_table("db.t")
             served.fail = True
@@ -390,12 +400,18 @@ def test_server_failures_on_commit_are_commit_state_unknown(tmp_path: Path) -> N
                 table.append(_rows([1]))
             # The data file written for the attempt is kept: it may be referenced now.
             assert list((tmp_path / "wh" / "db" / "t" / "data").rglob("*.parquet"))
-            served.fail, served.delay_s = False, 1.5
+            served.fail, served.hold, served.landed = False, threading.Event(), threading.Event()
+            table.refresh()
+            started = time.monotonic()
             with pytest.raises(CommitStateUnknown, match="no answer came"):
-                table.refresh().append(_rows([2]))
+                table.append(_rows([2]))
+            assert time.monotonic() - started >= SOCKET_TIMEOUT_MS / 1000 * 0.9  # it waited, then gave up
+            assert not served.landed.is_set()  # the client gave up before the commit went through
+            served.hold.set()
+            assert served.landed.wait(60)
         finally:
             catalog.close()
-    # The slow commit did land after the client stopped waiting: that is why it is "unknown".
+    # The held commit did land after the client stopped waiting: that is why it is "unknown".
     assert _ids(served.load_table("db.t")) == [2]
     served.close()
 

@@ -26,7 +26,7 @@ from tests.fixtures.catalogs import (
     drop_postgres_catalog,
     make_postgres_catalog,
     make_sqlite_catalog,
-    postgres_unavailable,
+    require_postgres,
     simple_schema,
 )
 
@@ -117,9 +117,7 @@ def test_processes_share_one_sqlite_file(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_processes_share_one_postgres_catalog(tmp_path: Path) -> None:
-    reason = postgres_unavailable()
-    if reason:
-        pytest.skip(reason)
+    require_postgres()
     catalog = make_postgres_catalog(tmp_path / "warehouse")
     try:
         catalog.create_namespace("db")

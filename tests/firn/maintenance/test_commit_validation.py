@@ -157,7 +157,13 @@ def test_writers_are_not_refused_by_a_held_lease(sqlite_catalog: SqlCatalog) -> 
 
 
 def test_a_run_longer_than_the_lease_keeps_it_by_renewing(tmp_path: Path) -> None:
-    short = {"maintenance.lease.duration-ms": "600", "maintenance.lease.heartbeat-interval-ms": "100"}
+    # 1.5 s renewed every 100 ms: a heartbeat stalled for a second on a loaded machine still
+    # renews in time. The wait below is on the catalog's clock, past the lease's first expiry.
+    duration_ms = 1500
+    short = {
+        "maintenance.lease.duration-ms": str(duration_ms),
+        "maintenance.lease.heartbeat-interval-ms": "100",
+    }
     catalog = make_sqlite_catalog(tmp_path, **short)
     t = make_table(catalog, "3", properties=MOR)
     fill(t, "3", appends=2, rows=20)
@@ -165,8 +171,13 @@ def test_a_run_longer_than_the_lease_keeps_it_by_renewing(tmp_path: Path) -> Non
     holders: list[Any] = []
 
     def meanwhile() -> None:
-        # Three lease durations into the run: only renewal keeps the lease from expiring.
-        time.sleep(1.8)
+        # Past the lease's first expiry, by the catalog's clock: only renewal keeps it.
+        first = catalog.maintenance_lease_holder("db.events")
+        assert first is not None
+        deadline = time.monotonic() + 60
+        while catalog._lease_get("db", "events")[1] < first.acquired_at_ms + duration_ms + 300:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
         holders.append(catalog.maintenance_lease_holder("db.events"))
         try:
             t.maintenance.expire_snapshots().run()
@@ -183,5 +194,6 @@ def test_a_run_longer_than_the_lease_keeps_it_by_renewing(tmp_path: Path) -> Non
     assert len(refused) == 1 and isinstance(refused[0], LeaseHeld), refused
     assert "running rewrite_data_files" in str(refused[0])
     assert holders[0] is not None and holders[0].operation == "rewrite_data_files"
+    assert holders[0].expires_at_ms > holders[0].acquired_at_ms + duration_ms  # renewed
     assert catalog.maintenance_lease_holder("db.events") is None
     catalog.close()

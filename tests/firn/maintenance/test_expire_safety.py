@@ -74,15 +74,21 @@ SqlCatalog.swap_metadata_location = die
 """
 
 
-# The killed run's lease outlives it until it expires: short here, so the tests can wait it out.
-SHORT_LEASE = {"maintenance.lease.duration-ms": "1500", "maintenance.lease.heartbeat-interval-ms": "500"}
+# The killed run's lease outlives it until it expires: short here, so the tests can wait it out,
+# yet long enough (4 s, renewed every 400 ms) that the checks this test makes between the kill
+# and the refusal below fit in it on a loaded machine.
+SHORT_LEASE = {"maintenance.lease.duration-ms": "4000", "maintenance.lease.heartbeat-interval-ms": "400"}
 
 
 def _wait_out_the_dead_runs_lease(t: Table) -> None:
-    """A killed maintenance run still holds the table's lease: nothing else runs until it expires."""
+    """A killed maintenance run still holds the table's lease: nothing else runs until it
+    expires (waited for on the catalog's clock, not guessed)."""
     with pytest.raises(LeaseHeld, match="expire_snapshots"):
         t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True).run()
-    time.sleep(1.6)
+    deadline = time.monotonic() + 60
+    while t.catalog.maintenance_lease_holder(t.identifier) is not None:
+        assert time.monotonic() < deadline, "the killed run's lease never expired"
+        time.sleep(0.1)
 
 
 def _expire_in_a_process_that_dies(directory: Path, patch: str, older_than: int) -> None:

@@ -11,6 +11,12 @@ this process runs an operation in a loop (the rewrites have their own race in
   (a writer that lost a race retries; a run that lost one re-plans);
 * nothing is left unreferenced: an orphan scan at the end finds nothing.
 
+That it was a race is checked (issue 25): the writers and this process start at one barrier
+after their imports; the writers keep going (ROUNDS rounds at least) until a run that did
+something has been followed by a writer's commit, and the test requires such a run (the run
+after the writers stopped does not count) and writers that raced each other
+(``tests/fixtures/races.py``).
+
 SQLite for v2, v3 and V4 tables; Postgres for one of each operation.
 """
 
@@ -28,22 +34,24 @@ import pyarrow as pa
 import pytest
 
 from firn.catalog.sql import SqlCatalog
-from firn.errors import CommitConflict, ValidationConflict
+from firn.errors import CommitConflict, NotFound, ValidationConflict
 from firn.table.table import Table
 from tests.fixtures.catalogs import (
     POSTGRES_URL,
     drop_postgres_catalog,
     make_postgres_catalog,
     make_sqlite_catalog,
-    postgres_unavailable,
+    require_postgres,
 )
 from tests.fixtures.maintenance import files_by_snapshot, files_on_disk, local, rows, soon_ms
+from tests.fixtures.races import TimedCommit, assert_raced, timed_commit
 
 pytestmark = pytest.mark.slow
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("worker", pa.int32())])
 WRITERS = 4
-ROUNDS = 6
+ROUNDS = 6  # each writer's rounds at least; more until a run has landed between writer commits
+MAX_ROUNDS = 60
 DAY_S = 24 * 3600
 
 
@@ -58,6 +66,10 @@ def _create(catalog: SqlCatalog, version: int) -> Table:
             "commit.retry.num-retries": "20",
             "commit.retry.min-wait-ms": "5",
             "commit.retry.max-wait-ms": "200",
+            # The writers commit until a run has landed between their commits, possibly more
+            # than the default 100 versions: keep every metadata file in the log, so the final
+            # orphan scan finding nothing still means the race left nothing behind.
+            "write.metadata.previous-versions-max": "1000",
         },
     )
     for i in range(3):
@@ -66,23 +78,30 @@ def _create(catalog: SqlCatalog, version: int) -> Table:
     return t
 
 
-def _writer(uri: str, warehouse: str, name: str, worker: int, start: Any, results: Any) -> None:
-    """Child process: each round appends 3 rows, then deletes one of them; reports the rows
-    whose commits landed (appended and deleted)."""
+def _writer(uri: str, warehouse: str, name: str, worker: int, barrier: Any, stop: Any, results: Any) -> None:
+    """Child process: each round appends 3 rows, then deletes one of them; at least ROUNDS
+    rounds, then until the parent says stop. Reports the rows whose commits landed (appended
+    and deleted) and every commit."""
     catalog = SqlCatalog(name, uri, warehouse=warehouse)
     table = catalog.load_table("db.t")
     appended: list[int] = []
     deleted: list[int] = []
+    commits: list[TimedCommit] = []
     error = None
-    start.wait(timeout=120)
+    barrier.wait(timeout=120)
     try:
-        for r in range(ROUNDS):
+        for r in range(MAX_ROUNDS):
+            if r >= ROUNDS and stop.is_set():
+                break
             ids = [worker * 10_000 + r * 10 + k for k in range(3)]
-            table.append(pa.table({"id": ids, "worker": [worker] * 3}, schema=SCHEMA))
+            batch = pa.table({"id": ids, "worker": [worker] * 3}, schema=SCHEMA)
+            append = lambda tx, b=batch: tx.append(b)  # noqa: E731
+            commits.append(_commit_beside_expiry(worker, append, table, commits))
             appended.extend(ids)
             for _attempt in range(10):
                 try:
-                    table.delete(f"id = {ids[1]}")
+                    delete = lambda tx, v=ids[1]: tx.delete(f"id = {v}")  # noqa: E731
+                    commits.append(_commit_beside_expiry(worker, delete, table, commits))
                     break
                 except ValidationConflict:
                     # The snapshot the delete started from was expired meanwhile, so its
@@ -96,7 +115,24 @@ def _writer(uri: str, warehouse: str, name: str, worker: int, start: Any, result
         error = f"{type(e).__name__}: {e}"
     finally:
         catalog.close()
-    results.put((worker, appended, deleted, error))
+    results.put((worker, appended, deleted, commits, error))
+
+
+def _commit_beside_expiry(
+    worker: int, change: Callable[[Any], object], table: Table, commits: list[TimedCommit]
+) -> TimedCommit:
+    """:func:`timed_commit`, started again after reading a metadata file that a concurrent
+    expiry deleted meanwhile: the writer had loaded metadata that still listed the expired
+    snapshot (a lost race; nothing was committed). That no file a retained snapshot needs is
+    ever missing is what the parent checks, every round and at the end."""
+    for _ in range(10):
+        started = time.monotonic()
+        try:
+            return timed_commit(worker, change, table, refused=commits)
+        except NotFound:
+            commits.append(TimedCommit(worker, None, 1, started, time.monotonic()))  # refused
+            table.refresh()
+    raise AssertionError("kept losing to the expiry")
 
 
 def check_retained_snapshots(t: Table) -> None:
@@ -150,6 +186,14 @@ def _flush(t: Table, round_: int) -> bool:
     return result.snapshot_id is not None
 
 
+def _writer_committed_since(t: Table, sequence_number: int) -> bool:
+    """Whether a writer's commit (not a flush's ``replace``) newer than ``sequence_number`` is
+    in the table's metadata."""
+    return any(
+        s.sequence_number > sequence_number and s.operation.value != "replace" for s in t.metadata.snapshots
+    )
+
+
 def _race(catalog: SqlCatalog, uri: str, warehouse: Path, version: int, maintain: Maintain) -> None:
     t = _create(catalog, version)
     if maintain is _orphans_then_expire:
@@ -157,26 +201,37 @@ def _race(catalog: SqlCatalog, uri: str, warehouse: Path, version: int, maintain
         t.set_properties({"orphans.grace": "0"})
     strays = _age_everything(t, 5) if maintain is _orphans_then_expire else set()
     ctx = mp.get_context("spawn")
-    start, results = ctx.Event(), ctx.Queue()
+    barrier, stop, results = ctx.Barrier(WRITERS + 1), ctx.Event(), ctx.Queue()
     procs = [
-        ctx.Process(target=_writer, args=(uri, str(warehouse), catalog.name, w, start, results))
+        ctx.Process(target=_writer, args=(uri, str(warehouse), catalog.name, w, barrier, stop, results))
         for w in range(WRITERS)
     ]
     for p in procs:
         p.start()
-    start.set()
-    reports: list[tuple[int, list[int], list[int], str | None]] = []
+    reports: list[tuple[int, list[int], list[int], list[TimedCommit], str | None]] = []
     done = 0
     round_ = 0
+    first_effective: int | None = (
+        None  # the table's last sequence number after the first run that did something
+    )
+    beside_writers = False  # a run that did something was followed by a writer's commit
     deadline = time.monotonic() + 300
     try:
+        barrier.wait(timeout=120)
         while len(reports) < WRITERS:
             # Each run plans on what it finds; commits assert what they read; files go only
             # after a commit landed (expiry) or after the references were checked again (orphans).
             t.refresh()
-            done += maintain(t, round_)
+            if maintain(t, round_):
+                done += 1
+                if first_effective is None:
+                    first_effective = t.refresh().metadata.last_sequence_number
             round_ += 1
             check_retained_snapshots(t)
+            writers_followed = first_effective is not None and _writer_committed_since(t, first_effective)
+            if writers_followed and not beside_writers:
+                beside_writers = True
+                stop.set()  # the writers finish their ROUNDS and stop
             try:
                 reports.append(results.get(timeout=0.05))
             except queue.Empty:
@@ -184,17 +239,20 @@ def _race(catalog: SqlCatalog, uri: str, warehouse: Path, version: int, maintain
                 if crashed or time.monotonic() > deadline:
                     pytest.fail(f"writers crashed or hung (exit codes {[p.exitcode for p in procs]})")
     finally:
+        stop.set()
         for p in procs:
             p.join(timeout=60)
             if p.is_alive():
                 p.kill()
-    errors = [f"writer {w}: {e}" for w, _, _, e in reports if e]
+    errors = [f"writer {w}: {e}" for w, _, _, _, e in reports if e]
     assert not errors, errors
     assert done >= 1, "the operation never did anything beside the writers"
+    assert beside_writers, f"no run that did something was followed by a writer's commit ({done} runs did)"
+    assert_raced([c for *_, commits, _ in reports for c in commits])
     t.refresh()
-    maintain(t, 0)  # once more with the writers gone
+    maintain(t, 0)  # once more with the writers gone (not counted above)
     expected = {-1, -3, -4, -5, -6}
-    expected |= {i for _, a, _, _ in reports for i in a} - {i for _, _, d, _ in reports for i in d}
+    expected |= {i for _, a, _, _, _ in reports for i in a} - {i for _, _, d, _, _ in reports for i in d}
     assert {r["id"] for r in rows(t)} == expected  # nothing lost, nothing resurrected
     check_retained_snapshots(t)
     assert not strays & files_on_disk(t.location)  # the planted orphans are gone
@@ -234,8 +292,7 @@ def test_beside_four_writer_processes_sqlite(tmp_path: Path, operation: str, ver
     [("expire_snapshots", 3), ("remove_orphan_files", 2), ("flush_root", 4)],
 )
 def test_beside_four_writer_processes_postgres(tmp_path: Path, operation: str, version: int) -> None:
-    if reason := postgres_unavailable():
-        pytest.skip(reason)
+    require_postgres()
     catalog = make_postgres_catalog(tmp_path / "warehouse")
     try:
         _race(catalog, POSTGRES_URL, tmp_path / "warehouse", version, OPERATIONS[operation])

@@ -9,6 +9,10 @@ Firn shipped to the cluster rather than installed there.
 * ``compact`` and ``expire`` (``rewrite_data_files``, ``expire_snapshots``) run the same way
   (Firn from the zip only): the table is compacted (fewer files) or expired (fewer snapshots),
   still reads identically, and the executors ran in the worker's own working directory.
+
+Which job's executors: the cluster (and its work dir) is shared by every test of the run, so
+each check reads the application id this submission got (the driver's log) and looks only at
+that application's executor directories; the compaction's work units must show in them.
 """
 
 from __future__ import annotations
@@ -58,7 +62,8 @@ def _spark_rows_on_cluster(
 
 def _submit_job(
     cluster: SparkCluster, directory: Path, operation: str, options: dict[str, Any], **submit: Any
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], str]:
+    """Run the maintenance job on the cluster: its result entries and its application id."""
     result = directory / f"{operation}.json"
     args = [
         operation,
@@ -75,7 +80,7 @@ def _submit_job(
     assert done.returncode == 0, _failure(done, cluster)
     assert f"firn {operation}: 1 table(s), 1 done, 0 failed" in done.stdout
     entries: list[dict[str, Any]] = json.loads(result.read_text())
-    return entries
+    return entries, cluster.application_id(done)
 
 
 @pytest.fixture
@@ -117,7 +122,7 @@ def test_flush_job_then_read_on_the_cluster(
     before = table.scan().to_arrow()
     # The job: Firn only from --py-files (driver and executors run a Python without it).
     zip_path = str(firn.spark.package(tmp_path / "ship"))
-    [entry] = _submit_job(
+    [entry], _ = _submit_job(
         spark_cluster, tmp_path, "flush", {"force": True}, py_files=zip_path, python=bare_python
     )
     table.refresh()
@@ -164,11 +169,22 @@ def test_maintenance_job_on_the_cluster(
     files_before = len(table.scan().plan_files())
     snapshots_before = len(table.snapshots())
     zip_path = str(firn.spark.package(tmp_path / "ship"))
-    [entry] = _submit_job(spark_cluster, tmp_path, operation, options, py_files=zip_path, python=bare_python)
+    apps_before = set(spark_cluster.work_dir.glob("app-*"))
+    [entry], app_id = _submit_job(
+        spark_cluster, tmp_path, operation, options, py_files=zip_path, python=bare_python
+    )
     table.refresh()
     assert entry["table"] == "db.events" and entry["operation"] == method and "error" not in entry
-    # The executors ran in the worker's own working directory (one app-* directory per job).
-    assert any(spark_cluster.work_dir.glob("app-*/*/stderr"))
+    # This job's executors ran in the worker's own working directory: a directory for this
+    # application (new since the submission, as no other job ran meanwhile) with their logs.
+    assert spark_cluster.work_dir / app_id not in apps_before
+    executor_logs = spark_cluster.executor_logs(app_id)
+    assert executor_logs, f"no executor log of {app_id} under {spark_cluster.work_dir}"
+    if operation == "compact":
+        # The work units ran there: Spark tasks in this application's executors.
+        assert any("Running task" in log.read_text(errors="replace") for log in executor_logs), [
+            log.read_text(errors="replace")[-2000:] for log in executor_logs
+        ]
     if operation == "compact":
         assert len(table.scan().plan_files()) < files_before
     else:

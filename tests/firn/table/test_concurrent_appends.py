@@ -1,6 +1,12 @@
 """Four OS processes appending to one table through one SQLite catalog file at once, under the
 default commit.retry.* properties: every commit lands, the history stays one linear chain,
-and no row is lost or duplicated."""
+and no row is lost or duplicated.
+
+That they ran at once is checked, not assumed (``tests/fixtures/races.py``): the workers
+load the table and then wait at a barrier, so imports are over before anyone commits; each
+append (``Table.append``'s own transaction) reports its commit's attempts and span, and the
+test requires retried commits and two workers' commits in flight at the same moment. A
+serial run fails."""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import pyarrow as pa
 import pytest
 
 from tests.fixtures.catalogs import make_sqlite_catalog
+from tests.fixtures.races import TimedCommit, assert_raced, timed_commit
 from tests.fixtures.tables import make_events_table
 
 WORKERS = 4
@@ -21,22 +28,23 @@ APPENDS = 15
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("worker", pa.int32())])
 
 
-def _worker(directory: str, worker: int, start: Any, results: Any) -> None:
-    """Runs in a child process: APPENDS single-row appends, reporting the snapshot ids made."""
+Report = tuple[int, list[TimedCommit], str | None]  # worker, its commits in order, error
+
+
+def _worker(directory: str, worker: int, barrier: Any, results: Any) -> None:
+    """Runs in a child process: APPENDS single-row appends, reporting each commit."""
     catalog = make_sqlite_catalog(Path(directory))
     table = catalog.load_table("db.events")
-    made: list[int] = []
+    made: list[TimedCommit] = []
     error: str | None = None
-    start.wait(timeout=120)
+    barrier.wait(timeout=120)  # everyone imported and loaded: start together
     try:
         for i in range(APPENDS):
             row = pa.table(
                 {"id": pa.array([worker * 1000 + i], pa.int64()), "worker": pa.array([worker], pa.int32())},
                 schema=SCHEMA,
             )
-            snap = table.append(row)
-            assert snap is not None
-            made.append(snap.snapshot_id)
+            made.append(timed_commit(worker, lambda tx, row=row: tx.append(row), table))
     except Exception as e:  # reported to the parent, which fails the test with it
         error = f"{type(e).__name__}: {e}"
     finally:
@@ -44,15 +52,14 @@ def _worker(directory: str, worker: int, start: Any, results: Any) -> None:
     results.put((worker, made, error))
 
 
-def _run(directory: Path) -> list[tuple[int, list[int], str | None]]:
+def _run(directory: Path) -> list[Report]:
     ctx = mp.get_context("spawn")  # no fork: the parent holds threads and connections
-    start = ctx.Event()
+    barrier = ctx.Barrier(WORKERS)
     results = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(str(directory), w, start, results)) for w in range(WORKERS)]
+    procs = [ctx.Process(target=_worker, args=(str(directory), w, barrier, results)) for w in range(WORKERS)]
     for p in procs:
         p.start()
-    start.set()
-    reports = []
+    reports: list[Report] = []
     deadline = time.monotonic() + 300
     try:
         while len(reports) < WORKERS:
@@ -79,7 +86,8 @@ def test_four_processes_appending_lose_no_commit(tmp_path: Path, version: int) -
 
     errors = [f"worker {w}: {e}" for w, _, e in reports if e is not None]
     assert errors == []
-    made = {sid for _, snaps, _ in reports for sid in snaps}
+    assert_raced([c for _, commits, _ in reports for c in commits])
+    made = {c.snapshot_id for _, commits, _ in reports for c in commits}
     assert len(made) == WORKERS * APPENDS
 
     table = catalog.load_table("db.events")
@@ -98,8 +106,8 @@ def test_four_processes_appending_lose_no_commit(tmp_path: Path, version: int) -
     assert head is not None and head.summary.get("total-records") == str(WORKERS * APPENDS)
     assert head.summary.get("total-data-files") == str(WORKERS * APPENDS)
     position = {s.snapshot_id: n for n, s in enumerate(reversed(chain))}
-    for _, snaps, _ in reports:
-        assert [position[s] for s in snaps] == sorted(position[s] for s in snaps)
+    for _, commits, _ in reports:
+        assert [position[c.snapshot_id] for c in commits] == sorted(position[c.snapshot_id] for c in commits)
     if version == 3:
         row_ids = table.scan(columns=["_row_id"]).to_arrow().column("_row_id").to_pylist()
         assert len(set(row_ids)) == WORKERS * APPENDS and None not in row_ids

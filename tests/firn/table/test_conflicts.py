@@ -26,6 +26,7 @@ from firn.errors import ValidationConflict
 from firn.table.table import Table
 from tests.firn.table.ref_factories import ids, make_table, rows
 from tests.fixtures.catalogs import make_sqlite_catalog
+from tests.fixtures.races import TimedCommit, assert_raced, timed_commit
 
 
 @pytest.fixture
@@ -291,41 +292,49 @@ def test_retry_succeeds_when_backoff_commit_does_not_conflict(
 
 
 # -- two OS processes ----------------------------------------------------------------------------------
-def _append_worker(directory: str, first_id: int, count: int, start: Any) -> None:
+# The workers start at a barrier after their imports and table loads, report every commit, and
+# the tests require that they raced (tests/fixtures/races.py): a serial run fails.
+def _append_worker(directory: str, first_id: int, count: int, barrier: Any, results: Any) -> None:
     catalog = make_sqlite_catalog(Path(directory))
     table = catalog.load_table("db.t")
-    start.wait()
-    for i in range(count):
-        table.append(rows([first_id + i]))
+    barrier.wait(timeout=120)
+    made = [
+        timed_commit(first_id, lambda tx, i=i: tx.append(rows([first_id + i])), table) for i in range(count)
+    ]
     catalog.close()
+    results.put(made)
 
 
-def _delete_worker(directory: str, targets: list[int], start: Any) -> None:
+def _delete_worker(directory: str, targets: list[int], barrier: Any, results: Any) -> None:
     catalog = make_sqlite_catalog(Path(directory))
     table = catalog.load_table("db.t")
-    start.wait()
+    barrier.wait(timeout=120)
+    made: list[TimedCommit] = []
     for target in targets:
         for _ in range(50):
             try:
-                table.delete(f"id = {target}")
+                delete = lambda tx, t=target: tx.delete(f"id = {t}")  # noqa: E731
+                made.append(timed_commit(targets[0], delete, table, refused=made))
                 break
             except ValidationConflict:
                 table.refresh()  # lost the race: re-plan against the winner's commit
         else:  # pragma: no cover - would mean livelock
             raise AssertionError(f"could not delete {target}")
     catalog.close()
+    results.put(made)
 
 
 def _run(workers: list[tuple[Callable[..., None], tuple[Any, ...]]]) -> None:
     ctx = mp.get_context("spawn")
-    start = ctx.Event()
-    procs = [ctx.Process(target=fn, args=(*args, start)) for fn, args in workers]
+    barrier, results = ctx.Barrier(len(workers)), ctx.Queue()
+    procs = [ctx.Process(target=fn, args=(*args, barrier, results)) for fn, args in workers]
     for p in procs:
         p.start()
-    start.set()
+    reports = [results.get(timeout=240) for _ in procs]  # before join: queued data blocks exit
     for p in procs:
         p.join(timeout=240)
     assert [p.exitcode for p in procs] == [0] * len(procs)
+    assert_raced([c for made in reports for c in made])
 
 
 def test_processes_append_concurrently(catalog: SqlCatalog, tmp_path: Path) -> None:

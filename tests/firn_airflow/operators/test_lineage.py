@@ -232,6 +232,7 @@ def _ol_events(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return {(e["job"]["name"], e["eventType"]): e for e in events}
 
 
+@pytest.mark.timeout(900)  # past the 600 s its `airflow` subprocess may take
 def test_a_real_run_emits_the_facets_through_the_openlineage_provider(
     airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -353,6 +354,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.timeout(900)  # past the 600 s its subprocess may take
 def test_the_provider_runs_without_openlineage(
     airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -67,6 +67,7 @@ def comparable(entry: dict[str, Any], root: Path) -> dict[str, Any]:
     return dict(_unordered(out))
 
 
+@pytest.mark.timeout(1200)  # measured 213 s on a loaded 2-core machine: every operation on Spark
 def test_spark_runner_matches_the_local_runner(
     airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:

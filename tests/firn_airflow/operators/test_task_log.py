@@ -24,7 +24,7 @@ from tests.fixtures.catalogs import (
     POSTGRES_URL,
     drop_postgres_catalog,
     make_postgres_catalog,
-    postgres_unavailable,
+    require_postgres,
 )
 
 pytestmark = pytest.mark.airflow
@@ -77,9 +77,7 @@ def test_bad_names_and_options_give_one_clear_task_error(
 @pytest.fixture
 def secret_catalog(tmp_path: Path) -> Iterator[SqlCatalog]:
     """A PostgreSQL catalog (trust auth: any password is accepted, so one can be given)."""
-    reason = postgres_unavailable()
-    if reason:
-        pytest.skip(reason)
+    require_postgres()
     catalog = make_postgres_catalog(tmp_path / "warehouse")
     yield catalog
     drop_postgres_catalog(catalog)

@@ -20,6 +20,7 @@ from tests.firn_airflow.triggers.support import (
     head,
     trigger_classpaths,
     wait_for_running,
+    watch_polls,
     xcom_return,
 )
 from tests.fixtures.airflow import load_test_dag
@@ -123,7 +124,6 @@ def test_poke_mode_waits_for_the_writer(
     airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     import threading
-    import time
 
     from airflow.models import import_all_models
 
@@ -131,10 +131,11 @@ def test_poke_mode_waits_for_the_writer(
     table = create_table(firn_connection(tmp_path, monkeypatch), commits=1)
     since = dt.datetime.now(dt.UTC)
     started: list[bool] = []
+    polls = watch_polls(monkeypatch)
 
     def commits_once_poking() -> None:
         started.append(wait_for_running("firn_test_sensor_health_poke", "wait_for_files"))
-        time.sleep(1.5)  # a few pokes at 0.2 s
+        polls.wait_for_count(2)  # two pokes read the one-file table
         for i in range(3):
             commit(table, start=i * 10)
 

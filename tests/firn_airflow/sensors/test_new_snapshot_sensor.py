@@ -17,6 +17,7 @@ from tests.firn_airflow.triggers.support import (
     create_table,
     firn_connection,
     head,
+    watch_polls,
     xcom_return,
 )
 from tests.fixtures.airflow import load_test_dag
@@ -80,14 +81,13 @@ def test_an_unknown_watermark_snapshot_is_one_clear_error(
 def test_defers_then_reports_the_delete(
     airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import time
-
     table = create_table(firn_connection(tmp_path, monkeypatch), commits=1)
     appended: list[int] = []
+    polls = watch_polls(monkeypatch)  # dag.test() runs the deferred trigger in this process
 
     def append_then_delete() -> None:
         appended.append(commit(table, start=100))  # not a delete: the sensor keeps waiting
-        time.sleep(0.5)
+        polls.wait_for_head(appended[0])  # the trigger saw the append alone
         table.delete("id >= 100")
 
     writer = AfterDeferral(CLASSPATH, append_then_delete)

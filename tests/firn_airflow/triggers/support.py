@@ -1,6 +1,13 @@
 """Helpers shared by the sensor and trigger tests: a real SQLite Firn catalog behind an Airflow
 connection, commits, a runner that pulls events off a trigger, and a writer thread that acts
-once a task has deferred."""
+once a task has deferred.
+
+Timing (issue 25, item 4): a trigger test acts when the trigger has done something, not after
+a guessed sleep. :class:`PollLog` records every table read the triggers make (all of them poll
+through ``TableReader.load``), so a test can wait until the trigger has taken its starting
+point, or has seen a given commit, and can let a quiet trigger make a number of polls before
+concluding that it stays silent. Deadlines (30-60 s) only bound a hang.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +27,7 @@ import pytest
 import firn
 from firn.catalog.base import Catalog
 from firn.table.table import Table
+from firn_airflow.triggers.reader import TableReader
 
 CONN_ID = "firn_sensor_test"
 TABLE = "db.events"
@@ -78,39 +86,94 @@ def head(table: Table) -> int:
     return snapshot.snapshot_id
 
 
-async def collect(trigger: Any, count: int, timeout: float) -> list[dict[str, Any]]:
-    """Up to ``count`` event payloads from ``trigger.run()``, giving up after ``timeout`` s."""
-    payloads: list[dict[str, Any]] = []
-    async with aclosing(trigger.run()) as events:
-
-        async def pump() -> None:
-            async for event in events:
-                payloads.append(event.payload)
-                if len(payloads) >= count:
-                    return
-
-        with suppress(TimeoutError):
-            await asyncio.wait_for(pump(), timeout)
-    return payloads
+Load = Table | BaseException  # what one TableReader.load returned or raised
 
 
-def run_trigger(trigger: Any, count: int, timeout: float) -> list[dict[str, Any]]:
-    """:func:`collect` on a fresh event loop."""
-    return asyncio.run(collect(trigger, count, timeout))
+class PollLog:
+    """Every table read the triggers make in this process (``TableReader.load``): the table it
+    loaded or the error it raised, in order. Install it with :func:`watch_polls`."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._loads: list[Load] = []
+
+    def record(self, outcome: Load) -> None:
+        with self._changed:
+            self._loads.append(outcome)
+            self._changed.notify_all()
+
+    @property
+    def count(self) -> int:
+        with self._changed:
+            return len(self._loads)
+
+    @property
+    def loads(self) -> list[Load]:
+        """The loads so far, oldest first."""
+        with self._changed:
+            return list(self._loads)
+
+    def wait_for(self, predicate: Callable[[Load], bool], what: str, *, timeout: float = 60) -> Load:
+        """The first load, made so far or later, for which ``predicate`` holds (blocking)."""
+        found: list[Load] = []
+
+        def seen() -> bool:
+            found[:] = [x for x in self._loads if predicate(x)][:1]
+            return bool(found)
+
+        with self._changed:
+            if not self._changed.wait_for(seen, timeout):
+                raise AssertionError(f"no trigger poll {what} within {timeout} s ({len(self._loads)} polls)")
+        return found[0]
+
+    def wait_for_count(self, count: int, *, timeout: float = 60) -> None:
+        """Block until the triggers made ``count`` loads in all."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: len(self._loads) >= count, timeout):
+                raise AssertionError(f"the trigger made {len(self._loads)} polls in {timeout} s, not {count}")
+
+    def wait_for_head(self, snapshot_id: int, *, branch: str = "main", timeout: float = 60) -> None:
+        """Block until a trigger's poll saw ``snapshot_id`` as the head of ``branch``."""
+
+        def saw(load: Load) -> bool:
+            if isinstance(load, BaseException):
+                return False
+            ref = load.metadata.refs.get(branch)
+            return ref is not None and ref.snapshot_id == snapshot_id
+
+        self.wait_for(saw, f"saw {snapshot_id} as the head of {branch}", timeout=timeout)
 
 
-async def collect_while(
+def watch_polls(monkeypatch: pytest.MonkeyPatch) -> PollLog:
+    """Record every ``TableReader.load`` (the real one runs) in a new :class:`PollLog`."""
+    log = PollLog()
+    real = TableReader.load
+
+    def load(reader: TableReader) -> Table:
+        try:
+            table = real(reader)
+        except BaseException as e:
+            log.record(e)
+            raise
+        log.record(table)
+        return table
+
+    monkeypatch.setattr(TableReader, "load", load)
+    return log
+
+
+async def collect(
     trigger: Any,
-    expected: int,
-    timeout: float,
-    action: Callable[[], None],
+    count: int,
+    timeout: float = 30,
     *,
-    after: float,
-    settle: float = 0.5,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Run the trigger; after ``after`` s note the events so far and run ``action`` in a thread;
-    then wait (``timeout`` s at most) for ``expected`` events in all, and ``settle`` s more
-    for any extra one. Returns ``(events before the action, all events)``."""
+    polls: PollLog | None = None,
+    quiet_polls: int = 0,
+) -> list[dict[str, Any]]:
+    """Event payloads from ``trigger.run()``: up to ``count`` of them, then (with ``polls``)
+    any that arrive while the trigger makes ``quiet_polls`` more table reads; ``count=0``
+    with ``quiet_polls=n`` lets a trigger that should stay silent poll ``n`` times. Gives up
+    after ``timeout`` s (the caller's assertions then fail on what arrived)."""
     payloads: list[dict[str, Any]] = []
     async with aclosing(trigger.run()) as events:
 
@@ -120,13 +183,67 @@ async def collect_while(
 
         task = asyncio.ensure_future(pump())
         try:
-            await asyncio.sleep(after)
+            deadline = time.monotonic() + timeout
+            while len(payloads) < count and not task.done() and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            if polls is not None and quiet_polls:
+                # The read that completes the n-th further poll; the polls before it were
+                # processed whole (a trigger finishes one poll before it starts the next).
+                target = polls.count + quiet_polls + 1
+                while polls.count < target and not task.done() and time.monotonic() < deadline:
+                    await asyncio.sleep(0.02)
+        finally:
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+    return payloads
+
+
+def run_trigger(
+    trigger: Any, count: int, timeout: float = 30, *, polls: PollLog | None = None, quiet_polls: int = 0
+) -> list[dict[str, Any]]:
+    """:func:`collect` on a fresh event loop."""
+    return asyncio.run(collect(trigger, count, timeout, polls=polls, quiet_polls=quiet_polls))
+
+
+async def collect_while(
+    trigger: Any,
+    expected: int,
+    timeout: float,
+    action: Callable[[], None],
+    *,
+    polls: PollLog,
+    quiet_polls: int = 2,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Run the trigger; once its first poll is over (its second table read has completed, so
+    it has taken its starting point) note the events so far and run ``action`` in a thread;
+    then wait (``timeout`` s at most) for ``expected`` events in all, and for any extra one
+    while the trigger polls ``quiet_polls`` more times. Returns ``(events before the action,
+    all events)``."""
+    payloads: list[dict[str, Any]] = []
+    async with aclosing(trigger.run()) as events:
+
+        async def pump() -> None:
+            async for event in events:
+                payloads.append(event.payload)
+
+        async def until(done: Callable[[], bool], deadline: float) -> None:
+            while not done() and not task.done() and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+
+        task = asyncio.ensure_future(pump())
+        try:
+            first = polls.count
+            await until(lambda: polls.count >= first + 2, time.monotonic() + timeout)
+            assert polls.count >= first + 2 or task.done(), f"the trigger did not poll twice in {timeout} s"
             before = list(payloads)
             await asyncio.to_thread(action)
             deadline = time.monotonic() + timeout
-            while len(payloads) < expected and time.monotonic() < deadline and not task.done():
-                await asyncio.sleep(0.02)
-            await asyncio.sleep(settle)
+            await until(lambda: len(payloads) >= expected, deadline)
+            target = polls.count + quiet_polls + 1
+            await until(lambda: polls.count >= target, deadline)
         finally:
             task.cancel()
             with suppress(asyncio.CancelledError):

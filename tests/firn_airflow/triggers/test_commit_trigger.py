@@ -1,19 +1,23 @@
 """FirnCommitTrigger on a real SQLite catalog: silent while unchanged, one event per commit,
-waiting for a missing table, surviving outages, and its watermark."""
+waiting for a missing table, surviving outages, and its watermark.
+
+No step waits a guessed time: each waits for what the trigger did (``support.PollLog``): its
+first poll before the first commit, a poll that saw a commit before the next one, a number
+of quiet polls before "silent" is concluded. Deadlines only bound a hang."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from firn.errors import ValidationError
+from firn.errors import NoSuchNamespace, NoSuchTable, ValidationError
 from firn_airflow.triggers import FirnCommitTrigger
 from tests.firn_airflow.triggers.support import (
     CONN_ID,
+    PollLog,
     assert_round_trip,
     collect_while,
     commit,
@@ -23,17 +27,18 @@ from tests.firn_airflow.triggers.support import (
     rows,
     run_trigger,
     set_connection,
+    watch_polls,
 )
 
 pytestmark = pytest.mark.airflow
 
 
 def commits(
-    trigger: FirnCommitTrigger, action: Any, expected: int, *, after: float = 0.4
+    trigger: FirnCommitTrigger, action: Any, expected: int, polls: PollLog
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Run the trigger, do ``action`` after ``after`` s, and collect the events: ``expected``
-    of them (10 s at most) plus any that follow within half a second."""
-    return asyncio.run(collect_while(trigger, expected, 10, action, after=after))
+    """Run the trigger, do ``action`` once its first poll is over, and collect the events:
+    ``expected`` of them (60 s at most) plus any that follow within two more polls."""
+    return asyncio.run(collect_while(trigger, expected, 60, action, polls=polls))
 
 
 def chain(events: list[dict[str, Any]]) -> list[tuple[int | None, int]]:
@@ -78,16 +83,17 @@ def test_arguments_are_checked(kwargs: dict[str, object], wanted: str) -> None:
 
 def test_silent_while_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     table = create_table(firn_connection(tmp_path, monkeypatch), commits=3)
-    # No watermark: what is there when it starts is not news.
-    assert (
-        run_trigger(FirnCommitTrigger(table="db.events", firn_conn_id=CONN_ID, poll_interval=0.02), 1, 0.5)
-        == []
-    )
+    polls = watch_polls(monkeypatch)
+    # No watermark: what is there when it starts is not news (five polls, no event).
+    unwatched = FirnCommitTrigger(table="db.events", firn_conn_id=CONN_ID, poll_interval=0.02)
+    assert run_trigger(unwatched, 0, polls=polls, quiet_polls=5) == []
     # The head already reported: nothing either.
     seen = FirnCommitTrigger(
         table="db.events", firn_conn_id=CONN_ID, poll_interval=0.02, last_seen_snapshot_id=head(table)
     )
-    assert run_trigger(seen, 1, 0.5) == []
+    before = polls.count
+    assert run_trigger(seen, 0, polls=polls, quiet_polls=5) == []
+    assert polls.count >= before + 5
 
 
 def test_one_event_per_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,14 +101,16 @@ def test_one_event_per_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     start = head(table)
     new: list[int] = []
 
+    polls = watch_polls(monkeypatch)
+
     def three_commits() -> None:
         new.append(commit(table))
-        time.sleep(0.3)  # several polls see this one alone; the next two may land in one poll
+        polls.wait_for_head(new[0])  # a poll sees this one alone; the next two may land in one poll
         new.append(commit(table))
         new.append(commit(table))
 
     trigger = FirnCommitTrigger(table="db.events", firn_conn_id=CONN_ID, poll_interval=0.05)
-    before, events = commits(trigger, three_commits, 3)
+    before, events = commits(trigger, three_commits, 3, polls)
     assert before == []
     assert chain(events) == [(start, new[0]), (new[0], new[1]), (new[1], new[2])]
     first = events[0]
@@ -121,22 +129,25 @@ def test_commits_after_a_given_watermark_are_reported_at_once(
     trigger = FirnCommitTrigger(
         table="db.events", firn_conn_id=CONN_ID, poll_interval=0.02, last_seen_snapshot_id=history[0]
     )
-    assert chain(run_trigger(trigger, 3, 1)) == [(history[0], history[1]), (history[1], history[2])]
+    # The two commits after it, then nothing more over two further polls.
+    events = run_trigger(trigger, 2, polls=watch_polls(monkeypatch), quiet_polls=2)
+    assert chain(events) == [(history[0], history[1]), (history[1], history[2])]
 
 
 def test_only_the_wanted_operations_fire(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     table = create_table(firn_connection(tmp_path, monkeypatch), commits=1)
     appended: list[int] = []
+    polls = watch_polls(monkeypatch)
 
     def append_then_delete() -> None:
         appended.append(commit(table, start=100))
-        time.sleep(0.3)
+        polls.wait_for_head(appended[0])  # a poll sees the append alone
         table.delete("id >= 100")
 
     trigger = FirnCommitTrigger(
         table="db.events", firn_conn_id=CONN_ID, poll_interval=0.05, operation="delete"
     )
-    _, events = commits(trigger, append_then_delete, 1)
+    _, events = commits(trigger, append_then_delete, 1, polls)
     # The append moved the watermark without an event; the delete's previous head is the append.
     assert chain(events) == [(appended[0], head(table))]
     assert events[0]["operation"] == "delete"
@@ -150,8 +161,10 @@ def test_waits_for_a_missing_table(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         made.append(head(create_table(catalog, "db.later", commits=1)))
 
     trigger = FirnCommitTrigger(table="db.later", firn_conn_id=CONN_ID, poll_interval=0.05)
-    before, events = commits(trigger, create_and_commit, 1, after=0.5)
-    assert before == []  # ten polls of a missing namespace and table, no error
+    polls = watch_polls(monkeypatch)
+    before, events = commits(trigger, create_and_commit, 1, polls)
+    assert before == []  # polls of a missing namespace and table, no error
+    assert all(isinstance(load, (NoSuchNamespace, NoSuchTable)) for load in polls.loads[:2])
     assert chain(events) == [(None, made[0])]
 
 
@@ -161,13 +174,15 @@ def test_survives_a_missing_connection_and_recovers(tmp_path: Path, monkeypatch:
     start = head(table)
     later: list[int] = []
 
+    polls = watch_polls(monkeypatch)
+
     def define_connection_then_commit() -> None:
         set_connection(monkeypatch, tmp_path)
-        time.sleep(0.3)  # a poll takes the head as the starting point
+        polls.wait_for_head(start)  # a poll takes the head as the starting point
         later.append(commit(table))
 
     trigger = FirnCommitTrigger(table="db.events", firn_conn_id=CONN_ID, poll_interval=0.05)
-    before, events = commits(trigger, define_connection_then_commit, 1)
+    before, events = commits(trigger, define_connection_then_commit, 1, polls)
     assert before == []
     assert chain(events) == [(start, later[0])]
 
@@ -180,7 +195,7 @@ def test_a_rollback_is_reported_as_a_head_change(tmp_path: Path, monkeypatch: py
         table.manage_snapshots().rollback_to(first).commit()
 
     trigger = FirnCommitTrigger(table="db.events", firn_conn_id=CONN_ID, poll_interval=0.05)
-    _, events = commits(trigger, roll_back, 1)
+    _, events = commits(trigger, roll_back, 1, watch_polls(monkeypatch))
     assert chain(events) == [(second, first)]
 
 
@@ -196,5 +211,5 @@ def test_watches_one_branch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         on_audit.append(snapshot.snapshot_id)
 
     trigger = FirnCommitTrigger(table="db.events", firn_conn_id=CONN_ID, branch="audit", poll_interval=0.05)
-    _, events = commits(trigger, commit_to_both, 1)
+    _, events = commits(trigger, commit_to_both, 1, watch_polls(monkeypatch))
     assert [(e["branch"], e["snapshot_id"]) for e in events] == [("audit", on_audit[0])]

@@ -27,6 +27,7 @@ from tests.firn_airflow.triggers.support import (
     firn_connection,
     head,
     run_trigger,
+    watch_polls,
     xcom_return,
 )
 from tests.fixtures.airflow import TEST_DAGS, airflow_cli, load_test_dag
@@ -180,6 +181,7 @@ def test_registered_watcher_keeps_its_watermark_across_restarts(
     table = create_table(firn_connection(tmp_path, monkeypatch), commits=1)
     start = head(table)
     new: list[int] = []
+    polls = watch_polls(monkeypatch)
     with execution_api_in_process():
         # First run: the head it finds is the starting point; one commit, one event.
         first = rebuild(classpath, kwargs)
@@ -188,7 +190,7 @@ def test_registered_watcher_keeps_its_watermark_across_restarts(
         # seconds; the trigger's own first read must not race the commit below.)
         assert stored(key) is None
         before, events = asyncio.run(
-            collect_while(first, 1, 10, lambda: new.append(commit(table)), after=0.6)
+            collect_while(first, 1, 60, lambda: new.append(commit(table)), polls=polls)
         )
         assert before == []
         assert [(e["previous_snapshot_id"], e["snapshot_id"]) for e in events] == [(start, new[0])]
@@ -198,13 +200,14 @@ def test_registered_watcher_keeps_its_watermark_across_restarts(
         # Down for a while: a commit lands. The restarted trigger (same kwargs, which know no
         # watermark) resumes from the stored one and reports just that commit.
         new.append(commit(table))
-        second = run_trigger(rebuild(classpath, kwargs), 2, 1.5)
+        # (That one event, then nothing over two more polls.)
+        second = run_trigger(rebuild(classpath, kwargs), 1, polls=polls, quiet_polls=2)
         assert [(e["previous_snapshot_id"], e["snapshot_id"]) for e in second] == [(new[0], new[1])]
         assert stored(key) == {"snapshot_id": new[1]}
 
-        # A stale kwarg loses to the stored watermark: nothing is reported twice.
+        # A stale kwarg loses to the stored watermark: nothing is reported twice (three polls).
         stale = rebuild(classpath, {**kwargs, "last_seen_snapshot_id": start})
-        assert run_trigger(stale, 1, 0.8) == []
+        assert run_trigger(stale, 0, polls=polls, quiet_polls=3) == []
         assert stored(key) == {"snapshot_id": new[1]}
 
 
@@ -221,7 +224,9 @@ def test_several_assets_on_one_trigger_run_without_a_watermark(
         inlets=[Asset(name="a", uri="firn://c/db/a"), Asset(name="b", uri="firn://c/db/b")]
     )
     new: list[int] = []
-    _, events = asyncio.run(collect_while(trigger, 1, 10, lambda: new.append(commit(table)), after=0.4))
+    _, events = asyncio.run(
+        collect_while(trigger, 1, 60, lambda: new.append(commit(table)), polls=watch_polls(monkeypatch))
+    )
     assert [e["snapshot_id"] for e in events] == new
 
 

@@ -17,6 +17,7 @@ from tests.firn_airflow.triggers.support import (
     create_table,
     firn_connection,
     run_trigger,
+    watch_polls,
 )
 
 pytestmark = pytest.mark.airflow
@@ -67,8 +68,9 @@ def test_fires_once_another_writer_crosses_the_threshold(
         commit(table)
         commit(table)
 
-    before, events = asyncio.run(collect_while(trigger, 1, 30, two_more_commits, after=0.5))
-    assert before == []  # 1 data file: ten polls, no event
+    polls = watch_polls(monkeypatch)
+    before, events = asyncio.run(collect_while(trigger, 1, 60, two_more_commits, polls=polls))
+    assert before == []  # 1 data file: polls, no event
     (event,) = events
     assert event["status"] == "success"
     assert event["table"] == "db.events"

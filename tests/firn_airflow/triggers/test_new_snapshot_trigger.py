@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from tests.firn_airflow.triggers.support import (
     firn_connection,
     head,
     run_trigger,
+    watch_polls,
 )
 
 pytestmark = pytest.mark.airflow
@@ -68,7 +68,9 @@ def test_waits_for_a_commit_after_the_watermark(tmp_path: Path, monkeypatch: pyt
         table="db.events", firn_conn_id=CONN_ID, after_snapshot_id=watermark, poll_interval=0.05
     )
     new: list[int] = []
-    before, events = asyncio.run(collect_while(trigger, 1, 30, lambda: new.append(commit(table)), after=0.4))
+    before, events = asyncio.run(
+        collect_while(trigger, 1, 60, lambda: new.append(commit(table)), polls=watch_polls(monkeypatch))
+    )
     assert before == []
     (event,) = events
     assert event["status"] == "success"
@@ -91,12 +93,13 @@ def test_only_the_wanted_operation_counts(tmp_path: Path, monkeypatch: pytest.Mo
         poll_interval=0.05,
     )
 
+    polls = watch_polls(monkeypatch)
+
     def append_then_delete() -> None:
-        commit(table, start=100)
-        time.sleep(0.3)  # long enough for polls that see the append alone
+        polls.wait_for_head(commit(table, start=100))  # a poll sees the append alone
         table.delete("id >= 100")
 
-    before, events = asyncio.run(collect_while(trigger, 1, 30, append_then_delete, after=0.2))
+    before, events = asyncio.run(collect_while(trigger, 1, 60, append_then_delete, polls=polls))
     assert before == []
     (event,) = events
     snapshot = event["snapshot"]

@@ -1,21 +1,29 @@
 """V4 reliability with real processes on a real SQLite catalog: concurrent small commits all
 land; a writer killed between writing its root manifest and the catalog swap leaves the table
-at its previous state, readable, and writable."""
+at its previous state, readable, and writable.
+
+The concurrent writers start at a barrier after their imports and table loads, and the test
+checks that they raced (``tests/fixtures/races.py``): retried commits and two writers'
+commits in flight at once. A serial run fails."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import queue
 import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 import firn
+from tests.fixtures.races import TimedCommit, assert_raced, timed_commit
 
 SCHEMA = pa.schema([("id", pa.int64()), ("writer", pa.int32())])
 WRITERS = 4
@@ -26,11 +34,15 @@ def _catalog(tmp: str) -> firn.catalog.Catalog:  # type: ignore[name-defined]
     return firn.load_catalog(f"sqlite:///{tmp}/catalog.db", warehouse=f"{tmp}/wh")
 
 
-def _writer(tmp: str, writer: int, start: mp.synchronize.Event) -> None:  # type: ignore[name-defined]
+def _writer(tmp: str, writer: int, barrier: Any, results: Any) -> None:
+    """A child process: COMMITS single-row appends once every writer is ready; reports them."""
     table = _catalog(tmp).load_table("db.t")
-    start.wait()
+    barrier.wait(timeout=120)
+    made: list[TimedCommit] = []
     for i in range(COMMITS):
-        table.append(pa.table({"id": [writer * 1000 + i], "writer": [writer]}, schema=SCHEMA))
+        row = pa.table({"id": [writer * 1000 + i], "writer": [writer]}, schema=SCHEMA)
+        made.append(timed_commit(writer, lambda tx, row=row: tx.append(row), table))
+    results.put(made)
 
 
 @pytest.mark.parametrize(
@@ -48,14 +60,30 @@ def test_concurrent_small_commits_from_four_processes_all_land(tmp_path: Path, p
     cat.create_namespace("db")
     cat.create_table("db.t", schema=SCHEMA, properties=props)  # V4 by default
     ctx = mp.get_context("spawn")
-    start = ctx.Event()
-    procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, start)) for w in range(WRITERS)]
+    barrier = ctx.Barrier(WRITERS)
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, barrier, results)) for w in range(WRITERS)]
     for p in procs:
         p.start()
-    start.set()
-    for p in procs:
-        p.join(timeout=300)
-        assert p.exitcode == 0, f"writer exited with {p.exitcode}"
+    commits: list[TimedCommit] = []
+    reports = 0
+    deadline = time.monotonic() + 300
+    try:
+        while reports < WRITERS:  # drained before join: a child with queued data cannot exit
+            try:
+                commits += results.get(timeout=1)
+                reports += 1
+            except queue.Empty:
+                crashed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                if crashed or time.monotonic() > deadline:
+                    pytest.fail(f"writers crashed or hung (exit codes {[p.exitcode for p in procs]})")
+    finally:
+        for p in procs:
+            p.join(timeout=60)
+            if p.is_alive():
+                p.kill()
+    assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
+    assert_raced(commits)
     t = cat.load_table("db.t")
     assert t.format_version == 4
     ids = sorted(t.scan().to_arrow()["id"].to_pylist())
@@ -63,6 +91,7 @@ def test_concurrent_small_commits_from_four_processes_all_land(tmp_path: Path, p
     # One linear chain of WRITERS * COMMITS snapshots, each adding exactly one file.
     chain = t.metadata.ancestors_of(t.metadata.current_snapshot_id)
     assert len(chain) == WRITERS * COMMITS == len(t.snapshots())
+    assert {s.snapshot_id for s in chain} == {c.snapshot_id for c in commits}  # every reported commit
     assert all(s.summary.get("added-data-files") == "1" for s in chain)
     assert all(s.root_manifest is not None for s in chain)
     flushes = sum(1 for s in chain if s.summary.get("root-flushed-entries"))
