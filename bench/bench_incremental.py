@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from _harness import CACHE_DIR, firn_catalog, median, quiet_peers, timed, verdict
+from _harness import CACHE_DIR, final_verdict, firn_catalog, median, quiet_peers, timed, verdict
 from bench_v4_planning import SCHEMA, make_files
 
 SPEEDUP_TARGET = 100.0
@@ -178,6 +178,7 @@ def main() -> int:
         f"incremental planning vs a full plan: ratio {full / inc:.0f}x (target >= {SPEEDUP_TARGET:.0f}x) "
         f"{verdict(full / inc >= SPEEDUP_TARGET)}"
     )
+    final_verdict()
     return 0
 
 
