@@ -16,6 +16,12 @@ lost races against ``num-retries`` (as Iceberg Java does) starves writers under 
 contention: the writer that just committed starts its next attempt on a fresh base at once,
 so a loser tends to keep losing: four processes appending in a loop on a busy machine saw
 commits fail after 5 attempts.
+
+A base that loses files while an attempt reads it (a concurrent ``expire_snapshots`` removed
+the snapshot it built on, and with it the manifest list or root the attempt was reading) is a
+lost race too when the catalog has moved past it: the attempt is retried on the refreshed
+table instead of failing with ``NotFound``. It counts against ``num-retries``, so a file that
+stays missing still fails the commit.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from typing import Protocol, Self
 from firn.core.handle import TableCommit, TableHandle
 from firn.core.metadata_builder import apply_updates
 from firn.core.updates import AddSnapshot, TableRequirement, TableUpdate
-from firn.errors import CommitConflict, CommitStateUnknown, FirnError, ValidationConflict
+from firn.errors import CommitConflict, CommitStateUnknown, FirnError, NotFound, ValidationConflict
 from firn.io.base import FileIO
 from firn.io.deletion import delete_quietly
 from firn.spec.deletion_scope import DeletionScope
@@ -114,7 +120,20 @@ def commit_actions(table: TableHandle, actions: Sequence[Action], start: TableMe
                         f"table {table.name} was replaced concurrently (UUID {start.table_uuid} "
                         f"is now {base.table_uuid}); nothing was committed"
                     )
-                new_md, updates, requirements = _apply_all(actions, base, ctx)
+                try:
+                    new_md, updates, requirements = _apply_all(actions, base, ctx)
+                except NotFound as e:
+                    if not _table_moved(table, base_location):
+                        raise
+                    # The base's files are gone because the table moved on: a concurrent expiry
+                    # removed the snapshot this attempt built on (its manifest list or root). A
+                    # lost race, not a missing input: retry on the refreshed table. Counted as a
+                    # stall, so a file that stays missing fails after commit.retry.num-retries.
+                    stalls += 1
+                    raise _VanishedBase(
+                        f"{table.name} moved on while this commit read its base ({e}); "
+                        "retrying on the refreshed table"
+                    ) from e
                 if new_md is base:
                     _cleanup(table, ctx, keep=set())
                     return CommitResult(base_location, attempt, None)
@@ -129,7 +148,9 @@ def commit_actions(table: TableHandle, actions: Sequence[Action], start: TableMe
                 # A lost race (another writer's commit landed: the pointer moved) proves progress
                 # and the refreshed re-apply re-validates, so it only spends time; a conflict that
                 # made no progress (e.g. a database lock timeout) spends commit.retry.num-retries.
-                if _table_moved(table, base_location):
+                if isinstance(e, _VanishedBase):
+                    pass  # counted where it was raised
+                elif _table_moved(table, base_location):
                     lost_races += 1
                 else:
                     stalls += 1
@@ -164,6 +185,10 @@ def commit_actions(table: TableHandle, actions: Sequence[Action], start: TableMe
         _cleanup(table, ctx, keep=set())
         _delete_quietly(table, ctx, [p for a in actions for p in a.written_files()], "uncommitted data")
         raise
+
+
+class _VanishedBase(CommitConflict):
+    """An attempt's base lost files to a concurrent commit (an expiry) while it was applied."""
 
 
 def _apply_all(

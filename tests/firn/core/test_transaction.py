@@ -15,10 +15,12 @@ from firn.catalog.memory import InMemoryCatalog
 from firn.catalog.sql import SqlCatalog
 from firn.core.commit import _backoff_ms
 from firn.core.metadata_io import parse_metadata_version
-from firn.errors import CommitConflict, CommitStateUnknown, FirnError, ValidationConflict
+from firn.errors import CommitConflict, CommitStateUnknown, FirnError, NotFound, ValidationConflict
+from firn.manifests.cache import clear_caches
 from firn.spec.types import StringType
 from firn.table.table import Table
 from tests.fixtures.catalogs import make_memory_catalog, make_sqlite_catalog
+from tests.fixtures.maintenance import soon_ms
 from tests.fixtures.tables import events, make_events_table
 
 
@@ -91,6 +93,43 @@ def test_stale_writer_retries_and_both_commits_land(sqlite: SqlCatalog, no_sleep
     assert head is not None and head.summary.get("total-records") == "6"
     assert head.parent_snapshot_id == t1.current_snapshot().snapshot_id  # type: ignore[union-attr]
     assert _ids(sqlite) == [0, 1, 2, 3, 100, 101]
+
+
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
+def test_a_base_expired_under_a_stale_writer_is_a_lost_race(
+    sqlite: SqlCatalog, version: int, no_sleep: list[Any]
+) -> None:
+    """A writer planned on snapshot S1; meanwhile another writer committed S2 and an expiry
+    (retain_last=1) removed S1 and its manifest list. Reading that base is a lost race: the
+    commit retries on the refreshed table (it used to fail with NotFound: issue 25's finding
+    under racing writers)."""
+    t1 = make_events_table(sqlite, version)
+    t1.append(events(2))
+    stale = sqlite.load_table("db.events")
+    t1.append(events(2, start=10))
+    t1.maintenance.expire_snapshots(older_than=soon_ms(), retain_last=1).run()
+    gone = stale.current_snapshot()
+    assert gone is not None and sqlite.load_table("db.events").snapshot_by_id(gone.snapshot_id) is None
+    clear_caches()  # as another process would be: nothing of S1 is cached
+    result = stale.transaction().append(events(2, start=100)).commit()
+    assert result.attempts == 2 and len(no_sleep) == 1
+    assert _ids(sqlite) == [0, 1, 10, 11, 100, 101]
+
+
+def test_a_file_missing_from_a_base_that_did_not_move_is_not_found(
+    sqlite: SqlCatalog, no_sleep: list[Any]
+) -> None:
+    """Only a base the table moved past counts as a lost race: a manifest list missing from
+    the current base (deleted by hand here) is a NotFound, not a retry."""
+    t1 = make_events_table(sqlite, 2)
+    t1.append(events(2))
+    head = t1.current_snapshot()
+    assert head is not None
+    Path(head.manifest_list.removeprefix("file:")).unlink()
+    clear_caches()
+    with pytest.raises(NotFound, match="file not found"):
+        t1.append(events(1, start=100))
+    assert no_sleep == []
 
 
 @pytest.mark.parametrize("version", [1, 2, 3])

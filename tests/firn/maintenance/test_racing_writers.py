@@ -123,8 +123,11 @@ def _commit_beside_expiry(
 ) -> TimedCommit:
     """:func:`timed_commit`, started again after reading a metadata file that a concurrent
     expiry deleted meanwhile: the writer had loaded metadata that still listed the expired
-    snapshot (a lost race; nothing was committed). That no file a retained snapshot needs is
-    ever missing is what the parent checks, every round and at the end."""
+    snapshot (a lost race; nothing was committed). Inside the commit loop the library retries
+    this itself (``firn.core.commit``: a vanished base is a lost race); what can still reach the
+    writer is a delete *planned* on a table object loaded before the expiry (planning happens
+    before the loop). That no file a retained snapshot needs is ever missing is what the
+    parent checks, every round and at the end."""
     for _ in range(10):
         started = time.monotonic()
         try:
