@@ -19,11 +19,11 @@ import pytest
 from firn.catalog.sql import SqlCatalog
 from firn.errors import FirnError
 from firn.table.table import Table
-from tests.firn.s3.test_maintenance import MOR, fill, needed, objects
 from tests.fixtures.maintenance import soon_ms
 from tests.fixtures.row_deletes import ids, make_table, rows
 from tests.fixtures.s3 import S3Server
 from tests.fixtures.s3_faults import Fault, FaultProxy
+from tests.fixtures.s3_tables import MOR, fill, needed, objects
 
 # Firn's own retries wait little here; the SDK's backoff inside pyarrow is its own.
 FAST = {

@@ -20,40 +20,12 @@ import pytest
 from firn.catalog.sql import SqlCatalog
 from firn.errors import LeaseHeld
 from firn.maintenance.orphan_record import record_location
-from firn.maintenance.reachability import metadata_paths
 from firn.maintenance.runner import LocalRunner
-from firn.table.table import Table
-from tests.fixtures.maintenance import snapshot_files, soon_ms
-from tests.fixtures.row_deletes import ids, make_table, rows
+from tests.fixtures.maintenance import soon_ms
+from tests.fixtures.row_deletes import ids, make_table
 from tests.fixtures.s3 import S3Server
 from tests.fixtures.s3_faults import FaultProxy
-
-MOR = {"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read", "orphans.grace": "0"}
-
-
-def objects(table: Table) -> set[str]:
-    return {f.location for f in table.io.list_prefix(table.location)}
-
-
-def needed(table: Table) -> set[str]:
-    """What the table needs: every retained snapshot's files, its metadata files, and the
-    orphan record (orphan removal's own state)."""
-    out = set(metadata_paths(table.metadata, table.metadata_location))
-    for snapshot in table.metadata.snapshots:
-        out |= snapshot_files(table, snapshot)
-    record = record_location(table.location)
-    if table.io.new_input(record).exists():
-        out.add(record)
-    return out
-
-
-def fill(table: Table) -> None:
-    """Small files in two partitions, and merge-on-read deletes over them."""
-    for i in range(4):
-        table.append(rows(range(10 * i, 10 * i + 5)))
-        table.append(rows(range(10 * i + 5, 10 * i + 10), region="us"))
-    table.delete("id in (1, 12, 25)")
-    table.delete("id in (2, 37)")
+from tests.fixtures.s3_tables import MOR, fill, needed, objects
 
 
 class LeaseWatch:
