@@ -259,6 +259,19 @@ def _open_local(location: str, path: str) -> int:
     return fd
 
 
+def _taken(fs: pafs.FileSystem, parsed: ParsedLocation) -> bool:
+    """Whether a remote name is taken (a file or a directory there). On S3 opening the object
+    is one ``HEAD``, where ``get_file_info`` adds a listing to tell a missing key from a
+    "directory": a small write is then ``HEAD`` + ``PUT``."""
+    if parsed.scheme in S3_SCHEMES:
+        try:
+            fs.open_input_file(parsed.path).close()
+            return True
+        except FileNotFoundError:
+            return False
+    return bool(fs.get_file_info(parsed.path).type != pafs.FileType.NotFound)
+
+
 class PyArrowInputFile:
     """A readable file; local files are read with plain ``os`` calls (cheaper than pyarrow)."""
 
@@ -397,7 +410,7 @@ class PyArrowOutputFile:
         p = self._parsed
         fs = self._io.filesystem_for(p)
         try:
-            if not overwrite and fs.get_file_info(p.path).type != pafs.FileType.NotFound:
+            if not overwrite and _taken(fs, p):
                 raise AlreadyExists(f"file already exists: {self._location}")
             with fs.open_output_stream(p.path) as out:
                 out.write(data)
@@ -472,7 +485,7 @@ class PyArrowOutputFile:
                     raise AlreadyExists(f"file already exists: {self._location}") from None
                 return self._io.filesystem_for(p).open_output_stream(p.path)
             fs = self._io.filesystem_for(p)
-            if fs.get_file_info(p.path).type != pafs.FileType.NotFound:
+            if _taken(fs, p):
                 raise AlreadyExists(f"file already exists: {self._location}")
             return fs.open_output_stream(p.path)
         except (OSError, pa.ArrowException) as e:
