@@ -26,7 +26,6 @@ import importlib
 import logging
 import os
 import re
-import stat
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -40,6 +39,16 @@ import pyarrow.fs as pafs
 from firn.errors import AlreadyExists, FirnError, InvalidMetadata, NotFound, Unsupported, ValidationError
 from firn.io.base import FileInfo
 from firn.io.limits import ReadLimit, ReadLimits
+from firn.io.local_files import (
+    io_error,
+    is_not_found,
+    list_local,
+    make_parent_dirs,
+    open_local,
+    past_end,
+    require_regular,
+    write_error,
+)
 from firn.io.s3 import (  # noqa: F401 - the S3 property names are part of this module's API
     CLIENT_REGION,
     S3_ACCESS_KEY_ID,
@@ -141,124 +150,6 @@ def parse_location(location: str) -> ParsedLocation:
     return ParsedLocation(scheme, netloc, f"{netloc}/{key}".rstrip("/") if key else netloc)
 
 
-def _is_not_found(exc: BaseException) -> bool:
-    if isinstance(exc, FileNotFoundError):
-        return True
-    # Some pyarrow backends raise a plain OSError for missing objects.
-    text = str(exc).lower()
-    return isinstance(exc, OSError) and (
-        "does not exist" in text or "not found" in text or "nosuchkey" in text
-    )
-
-
-def _io_error(location: str, action: str, exc: BaseException) -> FirnError:
-    """Translate a pyarrow/OS error from reading, listing or deleting into Firn's hierarchy,
-    naming the location. (Writes use :func:`_write_error`.)"""
-    if _is_not_found(exc):
-        return NotFound(f"file not found: {location}")
-    if isinstance(exc, FileExistsError):
-        return AlreadyExists(f"file already exists: {location}")
-    return FirnError(f"{location}: {action} failed: {exc}")
-
-
-def _write_error(location: str, exc: BaseException, step: str | None = None) -> FirnError:
-    """A failed write, naming the location and why. Never ``NotFound``: a missing directory
-    that cannot be created (``/proc/...``), a missing bucket or a path running through a
-    regular file means the write failed, not that a file is absent. Never ``AlreadyExists``
-    either: callers raise that only when the target name itself is taken (the commit
-    protocol treats it as "another writer got there first")."""
-    return FirnError(
-        f"{location}: write failed: {step}: {exc}" if step else f"{location}: write failed: {exc}"
-    )
-
-
-def _make_parent_dirs(location: str, directory: str) -> None:
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except FileExistsError as e:  # exist_ok=True raises this only for a non-directory
-        raise FirnError(f"{location}: write failed: {directory} exists and is not a directory") from e
-
-    except OSError as e:
-        raise _write_error(location, e, f"cannot create directory {directory}") from e
-
-
-def _list_local(base: str, out_prefix: str) -> Iterator[FileInfo]:
-    """Regular files below the local directory ``base``, never through a symlink: symlinked
-    files and directories are skipped (``DirEntry`` answers without following them). A
-    missing ``base``, or one that is a file, lists nothing."""
-    pending = [""]
-    while pending:
-        rel_dir = pending.pop()
-        directory = os.path.join(base, rel_dir) if rel_dir else base
-        try:
-            with os.scandir(directory) as entries:
-                found = list(entries)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        except OSError as e:
-            raise _io_error(f"{out_prefix}/{rel_dir}" if rel_dir else out_prefix, "list", e) from e
-        for entry in sorted(found, key=lambda e: e.name):
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            try:
-                if entry.is_symlink():
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append(rel)
-                    continue
-                if not entry.is_file(follow_symlinks=False):
-                    continue  # a FIFO, socket or device is not a table file
-                st = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:  # removed while listing
-                continue
-            yield FileInfo(
-                location=f"{out_prefix}/{rel}", size=st.st_size, modified_ms=st.st_mtime_ns // 1_000_000
-            )
-
-
-def _past_end(location: str, offset: int, length: int, size: int) -> InvalidMetadata:
-    return InvalidMetadata(
-        f"file is truncated or the range is wrong: wanted {length} bytes at offset {offset} "
-        f"of a {size}-byte file",
-        location=location,
-    )
-
-
-_FILE_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def _require_regular(location: str, mode: int) -> None:
-    """Refuse what is not a regular file: a device such as ``/dev/zero`` never ends, a FIFO
-    blocks the reader, and neither is a file a table could have written."""
-    if stat.S_ISREG(mode):
-        return
-    kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
-    raise ValidationError(f"{location}: cannot read it: it is {kind}, not a regular file")
-
-
-def _open_local(location: str, path: str) -> int:
-    """A descriptor of the regular file at ``path`` (see :func:`_require_regular`).
-
-    The path is checked before it is opened (opening some devices has effects of its own) and
-    the descriptor again after (the path may have been replaced in between). ``O_NONBLOCK``
-    keeps a FIFO swapped in meanwhile from blocking the open; it changes nothing for regular
-    files.
-    """
-    _require_regular(location, os.stat(path).st_mode)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        _require_regular(location, os.fstat(fd).st_mode)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
 def _taken(fs: pafs.FileSystem, parsed: ParsedLocation) -> bool:
     """Whether a remote name is taken (a file or a directory there). On S3 opening the object
     is one ``HEAD``, where ``get_file_info`` adds a listing to tell a missing key from a
@@ -295,7 +186,7 @@ class PyArrowInputFile:
         p = self._parsed
         try:
             if p.is_local:
-                with open(_open_local(self._location, p.path), "rb") as f:
+                with open(open_local(self._location, p.path), "rb") as f:
                     if limit is None:
                         return f.read()
                     limit.check(self._location, os.fstat(f.fileno()).st_size)
@@ -305,7 +196,7 @@ class PyArrowInputFile:
                 if limit is None:
                     return data
         except (OSError, pa.ArrowException) as e:
-            raise _io_error(self._location, "read", e) from e
+            raise io_error(self._location, "read", e) from e
         limit.check(self._location, len(data))
         return data
 
@@ -322,11 +213,11 @@ class PyArrowInputFile:
         p = self._parsed
         try:
             if p.is_local:
-                with open(_open_local(self._location, p.path), "rb") as f:
+                with open(open_local(self._location, p.path), "rb") as f:
                     size = os.fstat(f.fileno()).st_size
                     # A damaged length must not become a huge allocation: check it first.
                     if offset + length > size:
-                        raise _past_end(self._location, offset, length, size)
+                        raise past_end(self._location, offset, length, size)
                     f.seek(offset)
                     data = f.read(length)
             else:
@@ -334,7 +225,7 @@ class PyArrowInputFile:
                     f"read {self._location}", lambda: self._read_range_remote(offset, length)
                 )
         except (OSError, pa.ArrowException) as e:
-            raise _io_error(self._location, "read", e) from e
+            raise io_error(self._location, "read", e) from e
         if len(data) < length:
             raise InvalidMetadata(
                 f"file is truncated: wanted {length} bytes at offset {offset}, got {len(data)}",
@@ -346,7 +237,7 @@ class PyArrowInputFile:
         with self._io.filesystem_for(self._parsed).open_input_file(self._parsed.path) as af:
             size = af.size()
             if offset + length > size:
-                raise _past_end(self._location, offset, length, size)
+                raise past_end(self._location, offset, length, size)
             return bytes(af.read_at(length, offset))
 
     def length(self) -> int:
@@ -355,7 +246,7 @@ class PyArrowInputFile:
             try:
                 if p.is_local:
                     st = os.stat(p.path)
-                    _require_regular(self._location, st.st_mode)
+                    require_regular(self._location, st.st_mode)
                     self._length = st.st_size
                 else:
                     info = self._io.filesystem_for(p).get_file_info(p.path)
@@ -363,7 +254,7 @@ class PyArrowInputFile:
                         raise NotFound(f"file not found: {self._location}")
                     self._length = int(info.size)
             except (OSError, pa.ArrowException) as e:
-                raise _io_error(self._location, "stat", e) from e
+                raise io_error(self._location, "stat", e) from e
         return self._length
 
     def exists(self) -> bool:
@@ -373,16 +264,16 @@ class PyArrowInputFile:
         try:
             return bool(self._io.filesystem_for(p).get_file_info(p.path).type == pafs.FileType.File)
         except (OSError, pa.ArrowException) as e:
-            raise _io_error(self._location, "stat", e) from e
+            raise io_error(self._location, "stat", e) from e
 
     def open_arrow(self) -> pa.NativeFile:
         p = self._parsed
         try:
             if p.is_local:  # pyarrow would block on a FIFO and read a device as empty
-                _require_regular(self._location, os.stat(p.path).st_mode)
+                require_regular(self._location, os.stat(p.path).st_mode)
             return self._io.filesystem_for(p).open_input_file(p.path)
         except (OSError, pa.ArrowException) as e:
-            raise _io_error(self._location, "open", e) from e
+            raise io_error(self._location, "open", e) from e
 
     def __repr__(self) -> str:
         return f"PyArrowInputFile({self._location!r})"
@@ -415,13 +306,13 @@ class PyArrowOutputFile:
             with fs.open_output_stream(p.path) as out:
                 out.write(data)
         except (OSError, pa.ArrowException) as e:
-            raise _write_error(self._location, e) from e
+            raise write_error(self._location, e) from e
         return len(data)
 
     def _write_local(self, data: bytes, overwrite: bool) -> int:
         path = self._parsed.path
         directory, base = os.path.split(path)
-        _make_parent_dirs(self._location, directory)
+        make_parent_dirs(self._location, directory)
         # Hidden temp name in the same directory, so link/replace stay on one filesystem.
         tmp = os.path.join(directory, f".{base}.{uuid.uuid4().hex}.tmp")
         try:
@@ -432,7 +323,7 @@ class PyArrowOutputFile:
                     os.fsync(f.fileno())
         except OSError as e:
             self._remove_quietly(tmp)
-            raise _write_error(self._location, e, f"cannot write a file in {directory}") from e
+            raise write_error(self._location, e, f"cannot write a file in {directory}") from e
         try:
             if overwrite:
                 os.replace(tmp, path)
@@ -441,7 +332,7 @@ class PyArrowOutputFile:
         except FirnError:
             raise
         except OSError as e:
-            raise _write_error(self._location, e) from e
+            raise write_error(self._location, e) from e
         finally:
             self._remove_quietly(tmp)
         return len(data)
@@ -477,7 +368,7 @@ class PyArrowOutputFile:
         p = self._parsed
         try:
             if p.is_local:
-                _make_parent_dirs(self._location, os.path.dirname(p.path))
+                make_parent_dirs(self._location, os.path.dirname(p.path))
                 # Reserve the name atomically, then let pyarrow (re)open it for streaming.
                 try:
                     os.close(os.open(p.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
@@ -489,7 +380,7 @@ class PyArrowOutputFile:
                 raise AlreadyExists(f"file already exists: {self._location}")
             return fs.open_output_stream(p.path)
         except (OSError, pa.ArrowException) as e:
-            raise _write_error(self._location, e, "cannot open it for writing") from e
+            raise write_error(self._location, e, "cannot open it for writing") from e
 
     def __repr__(self) -> str:
         return f"PyArrowOutputFile({self._location!r})"
@@ -637,7 +528,7 @@ class PyArrowFileIO:
         """
         p = parse_location(prefix)
         if p.is_local:
-            yield from _list_local(p.path.rstrip("/") or "/", prefix.rstrip("/"))
+            yield from list_local(p.path.rstrip("/") or "/", prefix.rstrip("/"))
             return
         fs = self.filesystem_for(p)
         base = p.path.rstrip("/")
@@ -646,9 +537,9 @@ class PyArrowFileIO:
             # One request per 1,000 keys on S3; a listing that fails part-way starts over.
             infos = self.retrying(f"list {prefix}", lambda: fs.get_file_info(selector))
         except (OSError, pa.ArrowException) as e:
-            if _is_not_found(e):  # e.g. the prefix is a file, not a directory
+            if is_not_found(e):  # e.g. the prefix is a file, not a directory
                 return
-            raise _io_error(prefix, "list", e) from e
+            raise io_error(prefix, "list", e) from e
         out_prefix = prefix.rstrip("/")
         for info in infos:
             if info.type != pafs.FileType.File:
@@ -681,9 +572,9 @@ class PyArrowFileIO:
             else:
                 self.filesystem_for(p).delete_file(p.path)
         except (OSError, pa.ArrowException) as e:
-            if _is_not_found(e):
+            if is_not_found(e):
                 return False
-            raise _io_error(location, "delete", e) from e
+            raise io_error(location, "delete", e) from e
         return True
 
     def filesystem_for(self, parsed: ParsedLocation) -> pafs.FileSystem:

@@ -254,7 +254,7 @@ class S3BatchDeleter:
             self.path,
             {"delete": ""},
             {
-                "content-md5": base64.b64encode(hashlib.md5(body).digest()).decode(),
+                "content-md5": base64.b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode(),
                 "content-type": "application/xml",
                 "content-length": str(len(body)),
             },

@@ -21,8 +21,8 @@ import pytest
 import firn.spark
 from firn.catalog.sql import SqlCatalog
 from firn.spark import SparkRunner
+from firn.spark.config import ENV_CATALOG_PROPERTIES
 from firn.spark.dataframe import Router, SparkPaths, hadoop_filesystem_problem
-from firn.spark.job import ENV_CATALOG_PROPERTIES
 from tests.fixtures.maintenance import soon_ms
 from tests.fixtures.row_deletes import ids, make_table, rows
 from tests.fixtures.s3 import S3Server
