@@ -10,9 +10,10 @@ later orphan removal leaves the bucket holding exactly what the table needs, not
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -186,3 +187,34 @@ def test_batch_deletes_retry_throttled_keys_and_report_refused_ones(faulty: Faul
     assert ids(t) == expected
     settle(faulty, t)
     assert not left & objects(t)
+
+
+CANNOT_COMMIT: list[tuple[str, int, Callable[[Any], Any]]] = [
+    ("rewrite_data_files", 4, lambda m: m.rewrite_data_files(min_input_files=2)),
+    ("rewrite_deletion_vectors", 4, lambda m: m.rewrite_deletion_vectors(rewrite_all=True)),
+    ("rewrite_position_delete_files", 2, lambda m: m.rewrite_position_delete_files(rewrite_all=True)),
+    ("rewrite_manifests", 2, lambda m: m.rewrite_manifests()),  # v2: a manifest per append
+    ("flush_root", 4, lambda m: m.flush_root(force=True)),
+    ("expire_snapshots", 3, lambda m: m.expire_snapshots(older_than=soon_ms(), retain_last=1)),
+]
+
+
+@pytest.mark.parametrize(("operation", "version", "build"), CANNOT_COMMIT, ids=[c[0] for c in CANNOT_COMMIT])
+def test_maintenance_that_cannot_commit_fails_clearly_and_leaves_the_table_as_it_was(
+    faulty: Faulty, operation: str, version: int, build: Callable[[Any], Any]
+) -> None:
+    t = make_table(faulty.catalog, version, partitioned=True, properties=MOR)
+    fill(t)
+    before, location = ids(t), t.metadata_location
+    planned = build(t.maintenance)
+    # The store throttles every upload of a metadata file, for good.
+    faulty.proxy.add(Fault("slowdown", method="PUT", path=r"\.metadata\.json$", times=-1))
+    started = time.monotonic()
+    with pytest.raises(FirnError, match=r"\.metadata\.json: write failed"):
+        planned.run()
+    assert time.monotonic() - started < 300  # bounded retries
+    faulty.proxy.clear()
+    reloaded = faulty.catalog.load_table("db.t")
+    assert reloaded.metadata_location == location and ids(reloaded) == before
+    assert faulty.catalog.maintenance_lease_holder("db.t") is None  # released on failure
+    settle(faulty, reloaded)
