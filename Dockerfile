@@ -9,9 +9,12 @@ ARG PYTHON_VERSION=3.12
 FROM apache/airflow:${AIRFLOW_VERSION}-python${PYTHON_VERSION}
 
 ARG AIRFLOW_VERSION
+ARG PYTHON_VERSION
 # Must match pyspark-client, which the Spark provider pulls in: both install into the same
 # site-packages/pyspark folder (pyproject.toml's spark extra pins the pair).
 ARG PYSPARK_VERSION=4.2.0
+# Airflow's tested dependency set for this Airflow and Python version.
+ARG AIRFLOW_CONSTRAINTS_URL=https://raw.githubusercontent.com/apache/airflow/constraints-${AIRFLOW_VERSION}/constraints-${PYTHON_VERSION}.txt
 
 USER root
 # Spark 4 needs Java 17. JAVA_HOME is made architecture-independent with a symlink.
@@ -27,12 +30,17 @@ ENV JAVA_HOME=/usr/lib/jvm/java-17
 USER airflow
 COPY --chown=airflow:root pyproject.toml README.md /opt/firn/
 COPY --chown=airflow:root provider /opt/firn/provider
-# Pinning apache-airflow keeps pip from moving the image's Airflow while installing Firn.
-RUN pip install --no-cache-dir \
+# Installed under Airflow's constraints file, as Airflow's docs ask for anything added to its
+# image, so pip keeps the image's Airflow and its tested dependencies. The pyspark pair is the
+# one pin Firn needs beyond them: its lines are dropped from the constraints and pinned here.
+RUN curl -fsSL -o /tmp/airflow-constraints.txt "${AIRFLOW_CONSTRAINTS_URL}" \
+    && sed -i -E '/^(pyspark|pyspark-client)==/d' /tmp/airflow-constraints.txt \
+    && pip install --no-cache-dir --constraint /tmp/airflow-constraints.txt \
         "apache-airflow==${AIRFLOW_VERSION}" \
         "pyspark==${PYSPARK_VERSION}" \
         "pyspark-client==${PYSPARK_VERSION}" \
-        "/opt/firn[spark,airflow,postgres]"
+        "/opt/firn[spark,airflow,postgres]" \
+    && rm /tmp/airflow-constraints.txt
 
 # PySpark workers run the image's interpreter on every node.
 ENV PYSPARK_PYTHON=python \

@@ -13,7 +13,7 @@ WAREHOUSE := $(CURDIR)/warehouse
 FIRN_DEFAULT_CONN := {"conn_type": "firn", "host": "sqlite:///$(WAREHOUSE)/catalog.db", "extra": {"warehouse": "$(WAREHOUSE)"}}
 SPARK_DEFAULT_CONN := {"conn_type": "spark", "host": "local[2]", "extra": {"deploy-mode": "client"}}
 
-.PHONY: demo test lint typecheck bench clean airflow
+.PHONY: demo test lint typecheck bench clean airflow cluster-test
 
 $(STAMP): pyproject.toml
 	@# Spark needs Java 17+: install Debian's JRE when it is missing and we may (root, apt).
@@ -50,6 +50,12 @@ typecheck: $(STAMP)
 
 test: $(STAMP) lint typecheck
 	$(PY) -m pytest -n 2 -q tests
+
+# docker-compose.yaml's stack without Docker: its services as local processes (PostgreSQL on
+# 127.0.0.1:5432, moto in place of MinIO, a Spark standalone master and worker, Airflow with the
+# LocalExecutor), then the example DAGs through `airflow dags test` (tests/cluster/).
+cluster-test: $(STAMP)
+	$(PY) -m pytest -q -n 0 tests/cluster
 
 clean:
 	rm -rf $(VENV) warehouse .airflow test-artifacts .pytest_cache .mypy_cache .ruff_cache

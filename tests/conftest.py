@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.fixtures.airflow",
     "tests.fixtures.rest",
     "tests.fixtures.spark",
+    "tests.fixtures.s3",
 ]

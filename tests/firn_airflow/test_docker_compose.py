@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,9 +141,14 @@ def test_airflow_components_local_executor_and_metadata_db(services: dict[str, d
         )
         api = urlsplit(env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"])
         assert (api.hostname, api.port, api.path) == ("airflow-apiserver", 8080, "/execution/")
-    # One JWT secret for every component (tasks' tokens are checked by the api-server).
-    secrets = {_env(services[n])["AIRFLOW__API_AUTH__JWT_SECRET"] for n in AIRFLOW_SERVICES}
-    assert len(secrets) == 1 and len(secrets.pop()) >= 64
+    # One JWT secret and one Fernet key for every component (tasks' tokens are checked by the
+    # api-server; connections are decrypted wherever they are read): both read from the files
+    # airflow-init generates (test_secrets_are_generated_not_written_here).
+    for name in (*AIRFLOW_SERVICES, "airflow-init"):
+        env = _env(services[name])
+        assert env["AIRFLOW__API_AUTH__JWT_SECRET_CMD"] == "cat /opt/airflow/auth/jwt.secret", name
+        assert env["AIRFLOW__CORE__FERNET_KEY_CMD"] == "cat /opt/airflow/auth/fernet.key", name
+        assert "airflow-auth:/opt/airflow/auth" in services[name]["volumes"], name
     scheduler = services["airflow-scheduler"]
     assert _env(scheduler)["AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK"] == "true"
     assert "8974" in " ".join(scheduler["healthcheck"]["test"])
@@ -172,8 +179,12 @@ def test_spark_runs_from_the_airflow_image_and_connects_in_client_mode(
     services: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     images = {services[n]["image"] for n in (*AIRFLOW_SERVICES, "airflow-init", *SPARK_SERVICES)}
-    builds = {services[n]["build"] for n in (*AIRFLOW_SERVICES, "airflow-init", *SPARK_SERVICES)}
-    assert len(images) == 1 and builds == {"."}
+    assert len(images) == 1
+    # Built once: one service builds the image, every other one uses it and never pulls it.
+    builders = [n for n, svc in services.items() if "build" in svc]
+    assert builders == ["airflow-init"] and services["airflow-init"]["build"] == "."
+    for n in (*AIRFLOW_SERVICES, *SPARK_SERVICES):
+        assert services[n]["pull_policy"] == "never", n
     master = _command(services["spark-master"])
     assert master[:2] == ["spark-class", "org.apache.spark.deploy.master.Master"]
     master_url = f"spark://{master[master.index('--host') + 1]}:{master[master.index('--port') + 1]}"
@@ -277,6 +288,43 @@ def test_volumes_mount_dags_plugins_and_share_the_auth_file(
     assert users.split(":")[0] in " ".join(_command(services["airflow-init"]))
 
 
+def test_images_are_pinned_to_a_minor_version_or_a_release(services: dict[str, dict[str, Any]]) -> None:
+    for name, service in services.items():
+        image = service["image"]
+        repo, _, tag = image.rpartition(":")
+        assert repo and tag, f"{name}: {image} has no tag"
+        if image == "firn-airflow-spark:local":
+            continue  # built here
+        # postgres:16.9, minio's RELEASE.<timestamp>; never a bare major version or latest
+        assert re.fullmatch(r"\d+\.\d+(\.\d+)?(-[\w.]+)?|RELEASE\.[\dT\-]+Z", tag), f"{name}: {image}"
+
+
+def test_secrets_are_generated_not_written_here(services: dict[str, dict[str, Any]]) -> None:
+    from cryptography.fernet import Fernet
+
+    text = COMPOSE.read_text()
+    assert "FERNET_KEY:" not in text and "JWT_SECRET:" not in text  # only the _CMD forms
+    script = " ".join(_command(services["airflow-init"]))
+    # The generators airflow-init runs, run here: a valid Fernet key, a 64-hex-digit secret.
+    generators = re.findall(r'python -c "([^"]+)" > (fernet\.key|jwt\.secret)', script)
+    assert sorted(target for _, target in generators) == ["fernet.key", "jwt.secret"]
+    outputs = {}
+    for code, target in generators:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        outputs[target] = done.stdout.strip()
+        assert f"test -s {target} ||" in script  # generated once, kept across restarts
+    Fernet(outputs["fernet.key"].encode())  # raises unless a valid key
+    assert re.fullmatch(r"[0-9a-f]{64}", outputs["jwt.secret"])
+    assert script.index("fernet.key") < script.index("airflow db migrate")
+
+
+def test_readme_states_the_compose_version_and_the_local_stack() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert "Compose 2.23" in readme and "configs" in readme
+    assert "Compose 2.23" in COMPOSE.read_text()
+    assert "make cluster-test" in readme
+
+
 def _dockerfile_instructions() -> list[tuple[str, str]]:
     text = DOCKERFILE.read_text().replace("\\\n", " ")
     out = []
@@ -307,6 +355,15 @@ def test_dockerfile_builds_airflow_with_java_17_and_pinned_pyspark() -> None:
     assert "openjdk-17-jre-headless" in run
     assert '"pyspark==${PYSPARK_VERSION}"' in run and '"pyspark-client==${PYSPARK_VERSION}"' in run
     assert '"apache-airflow==${AIRFLOW_VERSION}"' in run
+    # Under Airflow's constraints for this Airflow and Python, minus the pyspark pair Firn pins.
+    assert args["AIRFLOW_CONSTRAINTS_URL"] == (
+        "https://raw.githubusercontent.com/apache/airflow/constraints-${AIRFLOW_VERSION}/"
+        "constraints-${PYTHON_VERSION}.txt"
+    )
+    assert "ARG PYTHON_VERSION" in " ".join(f"{k} {r}" for k, r in instructions[keywords.index("FROM") :])
+    assert 'curl -fsSL -o /tmp/airflow-constraints.txt "${AIRFLOW_CONSTRAINTS_URL}"' in run
+    assert "sed -i -E '/^(pyspark|pyspark-client)==/d' /tmp/airflow-constraints.txt" in run
+    assert "pip install --no-cache-dir --constraint /tmp/airflow-constraints.txt" in run
     assert '"/opt/firn[spark,airflow,postgres]"' in run
     env = " ".join(rest for k, rest in instructions if k == "ENV")
     assert "JAVA_HOME=/usr/lib/jvm/java-17" in env

@@ -96,9 +96,20 @@ class FileIO(Protocol):
         ...
 
 
+@runtime_checkable
+class ReportsDeleteFailures(Protocol):
+    """A FileIO that tells which files of a batch it could not delete (an object store's
+    batch delete answers per key), so callers need not retry them one by one to find out."""
+
+    def try_delete_many(self, locations: Iterable[str]) -> dict[str, str]:
+        """Delete the files that exist; returns the locations not deleted, with why. Never
+        raises for a single file."""
+        ...
+
+
 def read_all(io: FileIO, location: str, limit: ReadLimit | None = None) -> bytes:
     """The whole file at ``location`` (refused past ``limit`` when given)."""
     return io.new_input(location).read(limit)
 
 
-__all__ = ["FileIO", "FileInfo", "IO", "InputFile", "OutputFile", "read_all"]
+__all__ = ["FileIO", "FileInfo", "IO", "InputFile", "OutputFile", "ReportsDeleteFailures", "read_all"]

@@ -13,8 +13,10 @@ what failed; it never raises for a single file. A path is kept when:
   through a symlink (a warehouse mounted that way); what lies below it may not.
 
 A file that is already gone counts as deleted (deleting is idempotent: a retried work unit is
-harmless). Object stores and other FileIOs delete with the FileIO's own (parallel)
-``delete_many``; when that fails the files are retried one by one to tell which failed.
+harmless). Object stores and other FileIOs delete with the FileIO's own (parallel) deletes:
+``try_delete_many`` where the FileIO reports failures per file (S3's batch deletes, which
+report partial failures in their answer: ``firn.io.s3_delete``), else ``delete_many``, and
+when that fails the files are retried one by one to tell which failed.
 
 ``tests/firn/io/test_deletion.py`` checks that no other module of the library calls a FileIO's
 ``delete`` or ``delete_many``.
@@ -30,7 +32,7 @@ import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from firn.io.base import FileIO
+from firn.io.base import FileIO, ReportsDeleteFailures
 from firn.io.pyarrow_io import PyArrowFileIO, parse_location
 from firn.spec.deletion_scope import KEPT_SYMLINK, DeletionScope
 from firn.spec.locations import location_key
@@ -243,6 +245,15 @@ def _unlink_checked(path: str, root: str, below: Sequence[str]) -> KeptFile | Fa
 
 # -- everything else: the FileIO's own deletes ---------------------------------------------------------
 def _delete_through(io: FileIO, paths: list[str], sequential: bool) -> tuple[list[str], list[FailedDelete]]:
+    if not sequential and isinstance(io, ReportsDeleteFailures):
+        # Object stores answer per key (S3's DeleteObjects): the failures are known as is.
+        try:
+            errors = io.try_delete_many(paths)
+        except Exception as e:  # a broken FileIO: every file's fate is unknown, so each failed
+            return [], [FailedDelete(path=p, error=f"{type(e).__name__}: {e}") for p in paths]
+        return [p for p in paths if p not in errors], [
+            FailedDelete(path=p, error=errors[p]) for p in paths if p in errors
+        ]
     if not sequential:
         try:
             io.delete_many(paths)

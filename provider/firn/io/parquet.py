@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from firn.errors import InvalidMetadata, ValidationError
+from firn.errors import FirnError, InvalidMetadata, ValidationError
 from firn.io.arrow_schema import apply_name_mapping, cast_to_schema, has_field_ids
 from firn.io.base import FileIO
 from firn.io.deletion import delete_quietly
@@ -216,6 +216,10 @@ def write_parquet_file(
         delete_quietly(io, DeletionScope.build(location, [parent]), [location], "partial Parquet")
         if isinstance(e, pa.ArrowException) and not isinstance(e, OSError):
             raise ValidationError(f"{location}: writing Parquet failed: {e}") from e
+        if isinstance(e, OSError):
+            # The store refused or lost the upload (on S3 it may surface only when the stream
+            # closes, e.g. a missing bucket): a failed write, naming the file.
+            raise FirnError(f"{location}: write failed: {e}") from e
         raise
     footer = collector[0]
     return ParquetWriteResult(

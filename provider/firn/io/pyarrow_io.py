@@ -21,17 +21,17 @@ from __future__ import annotations
 
 import datetime as _dt
 import errno
+import functools
 import importlib
 import logging
 import os
 import re
-import stat
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -39,27 +39,49 @@ import pyarrow.fs as pafs
 from firn.errors import AlreadyExists, FirnError, InvalidMetadata, NotFound, Unsupported, ValidationError
 from firn.io.base import FileInfo
 from firn.io.limits import ReadLimit, ReadLimits
+from firn.io.local_files import (
+    io_error,
+    is_not_found,
+    list_local,
+    make_parent_dirs,
+    open_local,
+    past_end,
+    require_regular,
+    write_error,
+)
+from firn.io.s3 import (  # noqa: F401 - the S3 property names are part of this module's API
+    CLIENT_REGION,
+    S3_ACCESS_KEY_ID,
+    S3_ANONYMOUS,
+    S3_CONNECT_TIMEOUT,
+    S3_DELETE_BATCH_SIZE,
+    S3_ENDPOINT,
+    S3_PATH_STYLE_ACCESS,
+    S3_PROXY_URI,
+    S3_REGION,
+    S3_REQUEST_TIMEOUT,
+    S3_RETRY_MAX_WAIT_MS,
+    S3_RETRY_MIN_WAIT_MS,
+    S3_RETRY_NUM_RETRIES,
+    S3_ROLE_ARN,
+    S3_ROLE_SESSION_NAME,
+    S3_SECRET_ACCESS_KEY,
+    S3_SESSION_TOKEN,
+    S3Settings,
+    is_transient,
+    split_endpoint,
+)
+from firn.io.s3_delete import S3BatchDeleter
+from firn.util.properties import parse_bool
 
 if TYPE_CHECKING:
     from firn.io.base import FileIO
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # -- property names (Iceberg FileIO conventions, shared with Java and PyIceberg) ---------------
 IO_IMPL = "io-impl"
-S3_ENDPOINT = "s3.endpoint"
-S3_ACCESS_KEY_ID = "s3.access-key-id"
-S3_SECRET_ACCESS_KEY = "s3.secret-access-key"
-S3_SESSION_TOKEN = "s3.session-token"
-S3_REGION = "s3.region"
-S3_PATH_STYLE_ACCESS = "s3.path-style-access"
-S3_ANONYMOUS = "s3.anonymous"
-S3_CONNECT_TIMEOUT = "s3.connect-timeout"
-S3_REQUEST_TIMEOUT = "s3.request-timeout"
-S3_ROLE_ARN = "s3.role-arn"
-S3_ROLE_SESSION_NAME = "s3.role-session-name"
-S3_PROXY_URI = "s3.proxy-uri"
-CLIENT_REGION = "client.region"
 GCS_PROJECT_ID = "gcs.project-id"
 GCS_TOKEN = "gcs.oauth2.token"
 GCS_TOKEN_EXPIRES_AT_MS = "gcs.oauth2.token-expires-at"
@@ -80,18 +102,6 @@ HDFS_SCHEMES = frozenset({"hdfs", "viewfs"})
 SUPPORTED_SCHEMES = LOCAL_SCHEMES | S3_SCHEMES | GCS_SCHEMES | HDFS_SCHEMES
 
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://(.*)$", re.DOTALL)
-
-
-def parse_bool(value: str | None, *, default: bool = False) -> bool:
-    """Iceberg-style boolean property: ``true``/``false`` (any case); anything else is an error."""
-    if value is None:
-        return default
-    lowered = value.strip().lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise ValidationError(f"expected a boolean property value, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,130 +150,17 @@ def parse_location(location: str) -> ParsedLocation:
     return ParsedLocation(scheme, netloc, f"{netloc}/{key}".rstrip("/") if key else netloc)
 
 
-def _split_endpoint(endpoint: str) -> tuple[str | None, str]:
-    """``http://host:9000`` -> (``http``, ``host:9000``); pyarrow takes the scheme separately."""
-    m = _URI.match(endpoint)
-    if m is None:
-        return None, endpoint.rstrip("/")
-    return m.group(1).lower(), m.group(2).rstrip("/")
-
-
-def _is_not_found(exc: BaseException) -> bool:
-    if isinstance(exc, FileNotFoundError):
-        return True
-    # Some pyarrow backends raise a plain OSError for missing objects.
-    text = str(exc).lower()
-    return isinstance(exc, OSError) and (
-        "does not exist" in text or "not found" in text or "nosuchkey" in text
-    )
-
-
-def _io_error(location: str, action: str, exc: BaseException) -> FirnError:
-    """Translate a pyarrow/OS error from reading, listing or deleting into Firn's hierarchy,
-    naming the location. (Writes use :func:`_write_error`.)"""
-    if _is_not_found(exc):
-        return NotFound(f"file not found: {location}")
-    if isinstance(exc, FileExistsError):
-        return AlreadyExists(f"file already exists: {location}")
-    return FirnError(f"{location}: {action} failed: {exc}")
-
-
-def _write_error(location: str, exc: BaseException, step: str | None = None) -> FirnError:
-    """A failed write, naming the location and why. Never ``NotFound``: a missing directory
-    that cannot be created (``/proc/...``), a missing bucket or a path running through a
-    regular file means the write failed, not that a file is absent. Never ``AlreadyExists``
-    either: callers raise that only when the target name itself is taken (the commit
-    protocol treats it as "another writer got there first")."""
-    return FirnError(
-        f"{location}: write failed: {step}: {exc}" if step else f"{location}: write failed: {exc}"
-    )
-
-
-def _make_parent_dirs(location: str, directory: str) -> None:
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except FileExistsError as e:  # exist_ok=True raises this only for a non-directory
-        raise FirnError(f"{location}: write failed: {directory} exists and is not a directory") from e
-
-    except OSError as e:
-        raise _write_error(location, e, f"cannot create directory {directory}") from e
-
-
-def _list_local(base: str, out_prefix: str) -> Iterator[FileInfo]:
-    """Regular files below the local directory ``base``, never through a symlink: symlinked
-    files and directories are skipped (``DirEntry`` answers without following them). A
-    missing ``base``, or one that is a file, lists nothing."""
-    pending = [""]
-    while pending:
-        rel_dir = pending.pop()
-        directory = os.path.join(base, rel_dir) if rel_dir else base
+def _taken(fs: pafs.FileSystem, parsed: ParsedLocation) -> bool:
+    """Whether a remote name is taken (a file or a directory there). On S3 opening the object
+    is one ``HEAD``, where ``get_file_info`` adds a listing to tell a missing key from a
+    "directory": a small write is then ``HEAD`` + ``PUT``."""
+    if parsed.scheme in S3_SCHEMES:
         try:
-            with os.scandir(directory) as entries:
-                found = list(entries)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        except OSError as e:
-            raise _io_error(f"{out_prefix}/{rel_dir}" if rel_dir else out_prefix, "list", e) from e
-        for entry in sorted(found, key=lambda e: e.name):
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            try:
-                if entry.is_symlink():
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append(rel)
-                    continue
-                if not entry.is_file(follow_symlinks=False):
-                    continue  # a FIFO, socket or device is not a table file
-                st = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:  # removed while listing
-                continue
-            yield FileInfo(
-                location=f"{out_prefix}/{rel}", size=st.st_size, modified_ms=st.st_mtime_ns // 1_000_000
-            )
-
-
-def _past_end(location: str, offset: int, length: int, size: int) -> InvalidMetadata:
-    return InvalidMetadata(
-        f"file is truncated or the range is wrong: wanted {length} bytes at offset {offset} "
-        f"of a {size}-byte file",
-        location=location,
-    )
-
-
-_FILE_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def _require_regular(location: str, mode: int) -> None:
-    """Refuse what is not a regular file: a device such as ``/dev/zero`` never ends, a FIFO
-    blocks the reader, and neither is a file a table could have written."""
-    if stat.S_ISREG(mode):
-        return
-    kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
-    raise ValidationError(f"{location}: cannot read it: it is {kind}, not a regular file")
-
-
-def _open_local(location: str, path: str) -> int:
-    """A descriptor of the regular file at ``path`` (see :func:`_require_regular`).
-
-    The path is checked before it is opened (opening some devices has effects of its own) and
-    the descriptor again after (the path may have been replaced in between). ``O_NONBLOCK``
-    keeps a FIFO swapped in meanwhile from blocking the open; it changes nothing for regular
-    files.
-    """
-    _require_regular(location, os.stat(path).st_mode)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        _require_regular(location, os.fstat(fd).st_mode)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+            fs.open_input_file(parsed.path).close()
+            return True
+        except FileNotFoundError:
+            return False
+    return bool(fs.get_file_info(parsed.path).type != pafs.FileType.NotFound)
 
 
 class PyArrowInputFile:
@@ -289,21 +186,26 @@ class PyArrowInputFile:
         p = self._parsed
         try:
             if p.is_local:
-                with open(_open_local(self._location, p.path), "rb") as f:
+                with open(open_local(self._location, p.path), "rb") as f:
                     if limit is None:
                         return f.read()
                     limit.check(self._location, os.fstat(f.fileno()).st_size)
                     data = f.read(limit.max_bytes + 1)  # the file may grow after the check
             else:
-                with self._io.filesystem_for(p).open_input_file(p.path) as af:
-                    if limit is None:
-                        return bytes(af.readall())
-                    limit.check(self._location, af.size())
-                    data = bytes(af.read(limit.max_bytes + 1))
+                data = self._io.retrying(f"read {self._location}", lambda: self._read_remote(limit))
+                if limit is None:
+                    return data
         except (OSError, pa.ArrowException) as e:
-            raise _io_error(self._location, "read", e) from e
+            raise io_error(self._location, "read", e) from e
         limit.check(self._location, len(data))
         return data
+
+    def _read_remote(self, limit: ReadLimit | None) -> bytes:
+        with self._io.filesystem_for(self._parsed).open_input_file(self._parsed.path) as af:
+            if limit is None:
+                return bytes(af.readall())
+            limit.check(self._location, af.size())
+            return bytes(af.read(limit.max_bytes + 1))
 
     def read_range(self, offset: int, length: int) -> bytes:
         if offset < 0 or length < 0:
@@ -311,21 +213,19 @@ class PyArrowInputFile:
         p = self._parsed
         try:
             if p.is_local:
-                with open(_open_local(self._location, p.path), "rb") as f:
+                with open(open_local(self._location, p.path), "rb") as f:
                     size = os.fstat(f.fileno()).st_size
                     # A damaged length must not become a huge allocation: check it first.
                     if offset + length > size:
-                        raise _past_end(self._location, offset, length, size)
+                        raise past_end(self._location, offset, length, size)
                     f.seek(offset)
                     data = f.read(length)
             else:
-                with self._io.filesystem_for(p).open_input_file(p.path) as af:
-                    size = af.size()
-                    if offset + length > size:
-                        raise _past_end(self._location, offset, length, size)
-                    data = bytes(af.read_at(length, offset))
+                data = self._io.retrying(
+                    f"read {self._location}", lambda: self._read_range_remote(offset, length)
+                )
         except (OSError, pa.ArrowException) as e:
-            raise _io_error(self._location, "read", e) from e
+            raise io_error(self._location, "read", e) from e
         if len(data) < length:
             raise InvalidMetadata(
                 f"file is truncated: wanted {length} bytes at offset {offset}, got {len(data)}",
@@ -333,13 +233,20 @@ class PyArrowInputFile:
             )
         return data
 
+    def _read_range_remote(self, offset: int, length: int) -> bytes:
+        with self._io.filesystem_for(self._parsed).open_input_file(self._parsed.path) as af:
+            size = af.size()
+            if offset + length > size:
+                raise past_end(self._location, offset, length, size)
+            return bytes(af.read_at(length, offset))
+
     def length(self) -> int:
         if self._length is None:
             p = self._parsed
             try:
                 if p.is_local:
                     st = os.stat(p.path)
-                    _require_regular(self._location, st.st_mode)
+                    require_regular(self._location, st.st_mode)
                     self._length = st.st_size
                 else:
                     info = self._io.filesystem_for(p).get_file_info(p.path)
@@ -347,7 +254,7 @@ class PyArrowInputFile:
                         raise NotFound(f"file not found: {self._location}")
                     self._length = int(info.size)
             except (OSError, pa.ArrowException) as e:
-                raise _io_error(self._location, "stat", e) from e
+                raise io_error(self._location, "stat", e) from e
         return self._length
 
     def exists(self) -> bool:
@@ -357,16 +264,16 @@ class PyArrowInputFile:
         try:
             return bool(self._io.filesystem_for(p).get_file_info(p.path).type == pafs.FileType.File)
         except (OSError, pa.ArrowException) as e:
-            raise _io_error(self._location, "stat", e) from e
+            raise io_error(self._location, "stat", e) from e
 
     def open_arrow(self) -> pa.NativeFile:
         p = self._parsed
         try:
             if p.is_local:  # pyarrow would block on a FIFO and read a device as empty
-                _require_regular(self._location, os.stat(p.path).st_mode)
+                require_regular(self._location, os.stat(p.path).st_mode)
             return self._io.filesystem_for(p).open_input_file(p.path)
         except (OSError, pa.ArrowException) as e:
-            raise _io_error(self._location, "open", e) from e
+            raise io_error(self._location, "open", e) from e
 
     def __repr__(self) -> str:
         return f"PyArrowInputFile({self._location!r})"
@@ -394,18 +301,18 @@ class PyArrowOutputFile:
         p = self._parsed
         fs = self._io.filesystem_for(p)
         try:
-            if not overwrite and fs.get_file_info(p.path).type != pafs.FileType.NotFound:
+            if not overwrite and _taken(fs, p):
                 raise AlreadyExists(f"file already exists: {self._location}")
             with fs.open_output_stream(p.path) as out:
                 out.write(data)
         except (OSError, pa.ArrowException) as e:
-            raise _write_error(self._location, e) from e
+            raise write_error(self._location, e) from e
         return len(data)
 
     def _write_local(self, data: bytes, overwrite: bool) -> int:
         path = self._parsed.path
         directory, base = os.path.split(path)
-        _make_parent_dirs(self._location, directory)
+        make_parent_dirs(self._location, directory)
         # Hidden temp name in the same directory, so link/replace stay on one filesystem.
         tmp = os.path.join(directory, f".{base}.{uuid.uuid4().hex}.tmp")
         try:
@@ -416,7 +323,7 @@ class PyArrowOutputFile:
                     os.fsync(f.fileno())
         except OSError as e:
             self._remove_quietly(tmp)
-            raise _write_error(self._location, e, f"cannot write a file in {directory}") from e
+            raise write_error(self._location, e, f"cannot write a file in {directory}") from e
         try:
             if overwrite:
                 os.replace(tmp, path)
@@ -425,7 +332,7 @@ class PyArrowOutputFile:
         except FirnError:
             raise
         except OSError as e:
-            raise _write_error(self._location, e) from e
+            raise write_error(self._location, e) from e
         finally:
             self._remove_quietly(tmp)
         return len(data)
@@ -461,7 +368,7 @@ class PyArrowOutputFile:
         p = self._parsed
         try:
             if p.is_local:
-                _make_parent_dirs(self._location, os.path.dirname(p.path))
+                make_parent_dirs(self._location, os.path.dirname(p.path))
                 # Reserve the name atomically, then let pyarrow (re)open it for streaming.
                 try:
                     os.close(os.open(p.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
@@ -469,14 +376,22 @@ class PyArrowOutputFile:
                     raise AlreadyExists(f"file already exists: {self._location}") from None
                 return self._io.filesystem_for(p).open_output_stream(p.path)
             fs = self._io.filesystem_for(p)
-            if fs.get_file_info(p.path).type != pafs.FileType.NotFound:
+            if _taken(fs, p):
                 raise AlreadyExists(f"file already exists: {self._location}")
             return fs.open_output_stream(p.path)
         except (OSError, pa.ArrowException) as e:
-            raise _write_error(self._location, e, "cannot open it for writing") from e
+            raise write_error(self._location, e, "cannot open it for writing") from e
 
     def __repr__(self) -> str:
         return f"PyArrowOutputFile({self._location!r})"
+
+
+def _delete_batch(
+    deleter: S3BatchDeleter, locations: list[str], keys: list[str]
+) -> tuple[int, dict[str, str]]:
+    errors = deleter.delete(keys)
+    failed = {loc: errors[key] for loc, key in zip(locations, keys) if key in errors}
+    return len(keys) - len(failed), failed
 
 
 class PyArrowFileIO:
@@ -485,13 +400,17 @@ class PyArrowFileIO:
     def __init__(self, properties: Mapping[str, str] | None = None) -> None:
         self._properties: dict[str, str] = {str(k): str(v) for k, v in (properties or {}).items()}
         self._filesystems: dict[tuple[str, str], pafs.FileSystem] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # filesystem_for holds it while a filesystem asks _region
         self.fsync = parse_bool(self._properties.get(LOCAL_FSYNC))
         threads = self._properties.get(DELETE_THREADS)
         self._delete_threads = int(threads) if threads else DEFAULT_DELETE_THREADS
         if self._delete_threads < 1:
             raise ValidationError(f"{DELETE_THREADS} must be >= 1, got {threads}")
         self.read_limits = ReadLimits.from_properties(self._properties)
+        # Parsed once, so a bad value fails here, naming the property (firn.io.s3).
+        self.s3 = S3Settings.from_properties(self._properties)
+        self._regions: dict[str, str | None] = {}
+        self._deleters: dict[str, S3BatchDeleter | None] = {}
 
     @property
     def properties(self) -> Mapping[str, str]:
@@ -505,28 +424,98 @@ class PyArrowFileIO:
         return PyArrowOutputFile(self, location)
 
     def delete(self, location: str) -> None:
-        self._delete_one(location)
+        _, failed = self._delete_all([location])
+        if failed:
+            raise FirnError(f"{location}: delete failed: {failed[location]}")
 
     def delete_many(self, locations: Iterable[str]) -> int:
         """Delete in parallel (``io.delete-threads``, default 16); missing files are skipped.
+        On S3, keys go in ``DeleteObjects`` batches (:mod:`firn.io.s3_delete`).
 
         Every deletion is attempted; if some fail, one error reports how many and which.
-        """
+        Returns how many files were deleted (on S3 in batches: deleted or already gone,
+        which S3 does not tell apart)."""
         todo = list(dict.fromkeys(locations))
-        if not todo:
-            return 0
-        if len(todo) == 1 or self._delete_threads == 1:
-            results = [self._try_delete(loc) for loc in todo]
+        deleted, failed = self._delete_all(todo)
+        if failed:
+            sample = ", ".join(list(failed)[:5])
+            first = next(iter(failed.values()))
+            raise FirnError(f"failed to delete {len(failed)} of {len(todo)} files (e.g. {sample}): {first}")
+        return deleted
+
+    def try_delete_many(self, locations: Iterable[str]) -> dict[str, str]:
+        """Delete every location that exists; returns the ones that could not be deleted,
+        with why, and never raises for a single file (:class:`firn.io.base.ReportsDeleteFailures`)."""
+        return self._delete_all(locations)[1]
+
+    def _delete_all(self, locations: Iterable[str]) -> tuple[int, dict[str, str]]:
+        """(files deleted, failures by location). S3 keys of a bucket Firn can sign requests
+        for go in ``DeleteObjects`` batches of ``s3.delete.batch-size`` (retried per
+        ``s3.retry.*``); everything else file by file. Either way ``io.delete-threads``
+        requests run at once."""
+        jobs: list[Callable[[], tuple[int, dict[str, str]]]] = []
+        groups: dict[S3BatchDeleter, tuple[list[str], list[str]]] = {}
+        for loc in dict.fromkeys(locations):
+            deleter, key = self._batch_target(loc)
+            if deleter is None or key is None:
+                jobs.append(functools.partial(self._delete_single, loc))
+            else:
+                locs, keys = groups.setdefault(deleter, ([], []))
+                locs.append(loc)
+                keys.append(key)
+        for deleter, (locs, keys) in groups.items():
+            size = deleter.settings.delete_batch_size
+            for i in range(0, len(keys), size):
+                jobs.append(functools.partial(_delete_batch, deleter, locs[i : i + size], keys[i : i + size]))
+        if len(jobs) <= 1 or self._delete_threads == 1:
+            outcomes = [job() for job in jobs]
         else:
-            with ThreadPoolExecutor(max_workers=min(self._delete_threads, len(todo))) as pool:
-                results = list(pool.map(self._try_delete, todo))
-        failures = [(loc, err) for loc, (ok, err) in zip(todo, results) if err is not None]
-        if failures:
-            sample = ", ".join(loc for loc, _ in failures[:5])
-            raise FirnError(
-                f"failed to delete {len(failures)} of {len(todo)} files (e.g. {sample}): {failures[0][1]}"
-            ) from failures[0][1]
-        return sum(1 for ok, _ in results if ok)
+            with ThreadPoolExecutor(max_workers=min(self._delete_threads, len(jobs))) as pool:
+                outcomes = list(pool.map(lambda job: job(), jobs))
+        failed: dict[str, str] = {}
+        for _, f in outcomes:
+            failed.update(f)
+        return sum(n for n, _ in outcomes), failed
+
+    def _delete_single(self, location: str) -> tuple[int, dict[str, str]]:
+        try:
+            return (1 if self._delete_one(location) else 0), {}
+        except FirnError as e:
+            return 0, {location: str(e)}
+
+    def _batch_target(self, location: str) -> tuple[S3BatchDeleter, str] | tuple[None, None]:
+        """The batch deleter and key for an S3 location, when batch deletes are possible."""
+        try:
+            p = parse_location(location)
+        except FirnError:
+            return None, None
+        if p.scheme not in S3_SCHEMES:
+            return None, None
+        key = p.path[len(p.netloc) + 1 :]
+        if not key:
+            return None, None  # a bucket, not a file: the single delete reports it
+        deleter = self._deleter(p.netloc)
+        return (deleter, key) if deleter is not None else (None, None)
+
+    def _deleter(self, bucket: str) -> S3BatchDeleter | None:
+        with self._lock:
+            if bucket in self._deleters:
+                return self._deleters[bucket]
+        deleter = S3BatchDeleter.for_bucket(self.s3, bucket, self._region(bucket))
+        with self._lock:
+            return self._deleters.setdefault(bucket, deleter)
+
+    def _region(self, bucket: str) -> str | None:
+        with self._lock:
+            if bucket in self._regions:
+                return self._regions[bucket]
+        region = self.s3.region_for(bucket)  # may ask S3: outside the lock
+        with self._lock:
+            return self._regions.setdefault(bucket, region)
+
+    def retrying(self, what: str, fn: Callable[[], T]) -> T:
+        """``fn()`` (a remote read or listing), retried on transient errors per ``s3.retry.*``."""
+        return self.s3.retry.call(what, fn, is_transient)
 
     def list_prefix(self, prefix: str) -> Iterator[FileInfo]:
         """Every file under ``prefix`` (a directory-like prefix), recursively.
@@ -539,17 +528,18 @@ class PyArrowFileIO:
         """
         p = parse_location(prefix)
         if p.is_local:
-            yield from _list_local(p.path.rstrip("/") or "/", prefix.rstrip("/"))
+            yield from list_local(p.path.rstrip("/") or "/", prefix.rstrip("/"))
             return
         fs = self.filesystem_for(p)
         base = p.path.rstrip("/")
         selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
         try:
-            infos = fs.get_file_info(selector)
+            # One request per 1,000 keys on S3; a listing that fails part-way starts over.
+            infos = self.retrying(f"list {prefix}", lambda: fs.get_file_info(selector))
         except (OSError, pa.ArrowException) as e:
-            if _is_not_found(e):  # e.g. the prefix is a file, not a directory
+            if is_not_found(e):  # e.g. the prefix is a file, not a directory
                 return
-            raise _io_error(prefix, "list", e) from e
+            raise io_error(prefix, "list", e) from e
         out_prefix = prefix.rstrip("/")
         for info in infos:
             if info.type != pafs.FileType.File:
@@ -582,16 +572,10 @@ class PyArrowFileIO:
             else:
                 self.filesystem_for(p).delete_file(p.path)
         except (OSError, pa.ArrowException) as e:
-            if _is_not_found(e):
+            if is_not_found(e):
                 return False
-            raise _io_error(location, "delete", e) from e
+            raise io_error(location, "delete", e) from e
         return True
-
-    def _try_delete(self, location: str) -> tuple[bool, BaseException | None]:
-        try:
-            return self._delete_one(location), None
-        except FirnError as e:
-            return False, e
 
     def filesystem_for(self, parsed: ParsedLocation) -> pafs.FileSystem:
         """The cached pyarrow filesystem for a parsed location (one per scheme and bucket)."""
@@ -626,57 +610,14 @@ class PyArrowFileIO:
         raise Unsupported(f"no FileIO for scheme {parsed.scheme!r}")  # pragma: no cover - parse rejects
 
     def s3_options(self, bucket: str | None = None) -> dict[str, object]:
-        """``S3FileSystem`` keyword arguments from properties, falling back to the environment.
+        """``S3FileSystem`` keyword arguments from properties, falling back to the environment
+        (:class:`firn.io.s3.S3Settings`).
 
         Credentials not given here come from the AWS default chain (environment variables,
         ``~/.aws``, instance metadata). With neither a region nor an endpoint, the bucket's
         region is looked up once (it is cached with the filesystem).
         """
-        props = self._properties
-        opts: dict[str, object] = {}
-        endpoint = (
-            props.get(S3_ENDPOINT)
-            or os.environ.get("AWS_ENDPOINT_URL_S3")
-            or os.environ.get("AWS_ENDPOINT_URL")
-        )
-        if endpoint:
-            scheme, host = _split_endpoint(endpoint)
-            opts["endpoint_override"] = host
-            if scheme:
-                opts["scheme"] = scheme
-        if props.get(S3_ACCESS_KEY_ID):
-            opts["access_key"] = props[S3_ACCESS_KEY_ID]
-            opts["secret_key"] = props.get(S3_SECRET_ACCESS_KEY)
-            if props.get(S3_SESSION_TOKEN):
-                opts["session_token"] = props[S3_SESSION_TOKEN]
-        if parse_bool(props.get(S3_ANONYMOUS)):
-            opts["anonymous"] = True
-        if props.get(S3_ROLE_ARN):
-            opts["role_arn"] = props[S3_ROLE_ARN]
-            if props.get(S3_ROLE_SESSION_NAME):
-                opts["session_name"] = props[S3_ROLE_SESSION_NAME]
-        region = (
-            props.get(S3_REGION)
-            or props.get(CLIENT_REGION)
-            or os.environ.get("AWS_REGION")
-            or os.environ.get("AWS_DEFAULT_REGION")
-        )
-        if region is None and not endpoint and bucket:
-            try:
-                region = pafs.resolve_s3_region(bucket)
-            except (OSError, pa.ArrowException) as e:
-                logger.debug("could not resolve the region of bucket %s: %s", bucket, e)
-        if region:
-            opts["region"] = region
-        if S3_PATH_STYLE_ACCESS in props:
-            # pyarrow uses path-style with a custom endpoint unless virtual addressing is forced.
-            opts["force_virtual_addressing"] = not parse_bool(props[S3_PATH_STYLE_ACCESS])
-        for prop, arg in ((S3_CONNECT_TIMEOUT, "connect_timeout"), (S3_REQUEST_TIMEOUT, "request_timeout")):
-            if props.get(prop):
-                opts[arg] = float(props[prop])
-        if props.get(S3_PROXY_URI):
-            opts["proxy_options"] = props[S3_PROXY_URI]
-        return opts
+        return self.s3.pyarrow_options(self._region(bucket) if bucket else self.s3.region)
 
     def gcs_options(self) -> dict[str, object]:
         """``GcsFileSystem`` keyword arguments (default credentials per Google's auth rules)."""
@@ -695,7 +636,7 @@ class PyArrowFileIO:
             )
         endpoint = props.get(GCS_SERVICE_HOST) or os.environ.get("STORAGE_EMULATOR_HOST")
         if endpoint:
-            scheme, host = _split_endpoint(endpoint)
+            scheme, host = split_endpoint(endpoint)
             opts["endpoint_override"] = host
             if scheme:
                 opts["scheme"] = scheme

@@ -231,7 +231,7 @@ def plan_changes(
         scan.read_plans(),
         (*(f.field_type for f in read_fields), *_CHANGELOG_TYPES),
     )
-    router = Router(t, scan, read_fields, spark_path or default_spark_path(t))
+    router = Router(t, scan, read_fields, spark_path or default_spark_path(t, spark))
     native: list[NativeChanges] = []
     firn_tasks: list[ChangelogTask] = []
     routed: list[RoutedFile] = []

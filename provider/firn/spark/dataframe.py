@@ -21,10 +21,14 @@ building a DataFrame, with the reason for each file Firn reads.
 
 Each call reads every candidate file's footer on the driver (a few threads; one small ranged
 read per file), the price of deciding per file. Files are found by Spark at the paths Firn
-stores, mapped by ``spark_path``; by default local paths become ``file://`` URIs and other
-schemes pass unchanged (Spark needs its own Hadoop configuration for them), while in-memory
-locations and tables with a custom ``io-impl`` go to Firn. Files whose name starts with ``_``
-or ``.`` (Spark silently skips them) or whose path holds glob characters also go to Firn.
+stores, mapped by ``spark_path``. By default (:class:`SparkPaths`) local paths become
+``file://`` URIs, ``s3://`` and ``s3n://`` become ``s3a://``, and other schemes pass unchanged,
+each only when Spark's JVM has a Hadoop FileSystem for the scheme: pip's pyspark has none for
+``s3a://`` (S3A comes with hadoop-aws), so without it object-store files go to the ``firn``
+data source (which reads them through Firn's FileIO) and the plan says why. Spark needs its own
+Hadoop settings for the native path (``spark.hadoop.fs.s3a.*``). In-memory locations and tables
+with a custom ``io-impl`` go to Firn. Files whose name starts with ``_`` or ``.`` (Spark
+silently skips them) or whose path holds glob characters also go to Firn.
 """
 
 from __future__ import annotations
@@ -255,7 +259,7 @@ def plan_read(
         if value is not None:
             options[name] = str(value)
     pin = _Pin(t.name, t.metadata_location, dict(t.io.properties), options)
-    router = Router(t, scan, output, spark_path or default_spark_path(t))
+    router = Router(t, scan, output, spark_path or default_spark_path(t, spark))
     return router.route(scan.plan_files(), schema, pin)
 
 
@@ -352,30 +356,94 @@ def _selected_ids(fields: Iterable[NestedField]) -> set[int]:
     return ids
 
 
-def default_spark_path(table: Table) -> Callable[[str], str | None]:
-    custom_io = bool(table.io.properties.get(IO_IMPL))
+# Firn's schemes -> the Hadoop scheme Spark's own readers use for the same objects.
+SPARK_SCHEMES = {
+    "s3": "s3a",
+    "s3a": "s3a",
+    "s3n": "s3a",
+    "gs": "gs",
+    "gcs": "gs",
+    "hdfs": "hdfs",
+    "viewfs": "viewfs",
+}
+# What makes a scheme readable by Spark itself, for the reason a file goes to Firn instead.
+_HADOOP_HINTS = {
+    "s3a": "S3A comes with hadoop-aws: spark.jars.packages=org.apache.hadoop:hadoop-aws:<the Hadoop "
+    "version of Spark's jars> (README, 'Spark on S3')",
+    "gs": "gs:// needs the GCS connector on Spark's classpath",
+}
 
-    def spark_path(location: str) -> str | None:
-        if custom_io or location.startswith("memory:"):
-            return None  # bytes Spark would read may not be the bytes this FileIO serves
+
+def hadoop_filesystem_problem(spark: SparkSession, scheme: str) -> str | None:
+    """None when Spark's JVM has a Hadoop FileSystem for ``scheme`` (``fs.<scheme>.impl`` or
+    one its service loader finds, its class on the classpath); else why not."""
+    jvm, jsc = getattr(spark, "_jvm", None), getattr(spark, "_jsc", None)
+    if jvm is None or jsc is None:
+        return f"Firn cannot ask this Spark session (Spark Connect?) whether it reads {scheme}:// itself"
+    try:
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, jsc.hadoopConfiguration())
+    except Exception as e:  # py4j's Py4JJavaError: no FileSystem for the scheme or its class missing
+        cause = next((line.strip() for line in str(e).splitlines() if "Exception:" in line), type(e).__name__)
+        hint = _HADOOP_HINTS.get(scheme)
+        return f"Spark has no Hadoop FileSystem for {scheme}:// ({cause.lstrip(': ')})" + (
+            f"; {hint}" if hint else ""
+        )
+    return None
+
+
+class SparkPaths:
+    """Where Spark's own Parquet reader finds a table's files: local paths as ``file://`` URIs,
+    ``s3://`` and ``s3n://`` as ``s3a://`` (Hadoop's S3 filesystem), other schemes as they
+    are, each only when Spark has a Hadoop FileSystem for that scheme (asked once per scheme);
+    None, with :meth:`why_not`, for a file Spark cannot read (it goes to the ``firn`` data
+    source). In-memory locations and tables with a custom ``io-impl`` always go to Firn: the
+    bytes Spark would read may not be the bytes that FileIO serves."""
+
+    def __init__(self, table: Table, filesystem_problem: Callable[[str], str | None]) -> None:
+        self._custom_io = bool(table.io.properties.get(IO_IMPL))
+        self._filesystem_problem = filesystem_problem
+        self._problems: dict[str, str | None] = {}
+
+    def __call__(self, location: str) -> str | None:
+        return self.resolve(location)[0]
+
+    def why_not(self, location: str) -> str:
+        """Why :meth:`__call__` gave None for ``location``."""
+        return self.resolve(location)[1] or "Spark cannot read this location"
+
+    def resolve(self, location: str) -> tuple[str | None, str | None]:
+        """(the path Spark reads, None) or (None, why Spark cannot read it)."""
+        if self._custom_io:
+            return None, f"the table's FileIO is a custom {IO_IMPL}"
+        if location.startswith("memory:"):
+            return None, "an in-memory location"
         try:
             parsed = parse_location(location)
-        except FirnError:
-            return None
+        except FirnError as e:
+            return None, str(e)
         if parsed.is_local:
-            return "file://" + parsed.path
-        return location
+            return "file://" + parsed.path, None
+        scheme = SPARK_SCHEMES.get(parsed.scheme, parsed.scheme)
+        if scheme not in self._problems:
+            self._problems[scheme] = self._filesystem_problem(scheme)
+        problem = self._problems[scheme]
+        if problem is not None:
+            return None, problem
+        return f"{scheme}://{location.split('://', 1)[1]}", None
 
-    return spark_path
+
+def default_spark_path(table: Table, spark: SparkSession) -> SparkPaths:
+    """The default ``spark_path`` of :func:`read`: :class:`SparkPaths` asking ``spark``."""
+    return SparkPaths(table, lambda scheme: hadoop_filesystem_problem(spark, scheme))
 
 
 def _residual(task: FileScanTask) -> BooleanExpression:
     return AlwaysTrue() if task.residual is None else task.residual
 
 
-def _spark_path_problem(location: str, path: str | None) -> str | None:
+def _spark_path_problem(location: str, path: str | None, why: str | None = None) -> str | None:
     if path is None:
-        return "Spark cannot read this location (spark_path gave None)"
+        return why or "Spark cannot read this location (spark_path gave None)"
     if any(c in _GLOB_CHARACTERS for c in path):
         return "the path holds glob characters, which spark.read.parquet would expand"
     base = path.rstrip("/").rsplit("/", 1)[-1]
@@ -416,7 +484,13 @@ class Router:
             cached = self._projections[residual] = (projection, problem)
         return cached
 
-    def candidate_problem(self, task: FileScanTask, path: str | None) -> str | None:
+    def map_path(self, location: str) -> tuple[str | None, str | None]:
+        """The path Spark reads ``location`` at, or None and (when known) why not."""
+        if isinstance(self.spark_path, SparkPaths):
+            return self.spark_path.resolve(location)
+        return self.spark_path(location), None
+
+    def candidate_problem(self, task: FileScanTask, path: str | None, why: str | None = None) -> str | None:
         f = task.file
         if task.delete_files:
             return f"{len(task.delete_files)} delete file(s) apply"
@@ -425,7 +499,7 @@ class Router:
         if f.key_metadata:
             return "an encrypted data file"
         problem = self.projection_for(_residual(task))[1]
-        return problem or _spark_path_problem(f.file_path, path)
+        return problem or _spark_path_problem(f.file_path, path, why)
 
     def route(self, tasks: Sequence[FileScanTask], schema: st.StructType, pin: _Pin) -> SparkReadPlan:
         native, firn_tasks, routed = self.split(tasks)
@@ -439,8 +513,8 @@ class Router:
         firn_tasks: list[FileScanTask] = []
         candidates: list[tuple[FileScanTask, str]] = []
         for task in tasks:
-            path = self.spark_path(task.file.file_path)
-            problem = self.candidate_problem(task, path)
+            path, why = self.map_path(task.file.file_path)
+            problem = self.candidate_problem(task, path, why)
             if problem is not None:
                 routed.append(RoutedFile(task.file.file_path, problem))
                 firn_tasks.append(task)
@@ -592,7 +666,10 @@ __all__ = [
     "NativeGroup",
     "RoutedScan",
     "Router",
+    "SPARK_SCHEMES",
+    "SparkPaths",
     "default_spark_path",
+    "hadoop_filesystem_problem",
     "load_table",
     "native_frame",
     "PlannedFirnReader",

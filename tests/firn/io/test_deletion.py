@@ -174,13 +174,14 @@ ALLOWED = {
 
 
 def _delete_calls(tree: ast.AST) -> list[tuple[int, str]]:
-    """(line, receiver) of calls ``<x>.delete_many(...)`` and ``<x>.delete(...)`` where ``x``
+    """(line, receiver) of calls ``<x>.delete_many(...)``, ``<x>.try_delete_many(...)`` and
+    ``<x>.delete(...)`` where ``x``
     looks like a FileIO (its text ends in ``io``)."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             receiver = ast.unparse(node.func.value)
-            if node.func.attr == "delete_many" or (
+            if node.func.attr in ("delete_many", "try_delete_many") or (
                 node.func.attr == "delete" and receiver.lower().endswith("io")
             ):
                 found.append((node.lineno, receiver))
@@ -203,5 +204,6 @@ def test_no_module_deletes_through_a_file_io_directly() -> None:
 def test_the_lint_finds_a_direct_delete() -> None:
     sample = (
         "def f(table, io):\n    table.io.delete_many(['x'])\n    io.delete('y')\n    tx.delete('id > 1')\n"
+        "    table.io.try_delete_many(['z'])\n"
     )
-    assert [r for _, r in _delete_calls(ast.parse(sample))] == ["table.io", "io"]
+    assert [r for _, r in _delete_calls(ast.parse(sample))] == ["table.io", "io", "table.io"]

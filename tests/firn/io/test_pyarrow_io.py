@@ -8,12 +8,17 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
 from firn.errors import AlreadyExists, FirnError, NotFound, Unsupported, ValidationError
 from firn.io.memory import InMemoryFileIO
+from firn.io.parquet import write_parquet_file
 from firn.io.pyarrow_io import PyArrowFileIO, load_file_io, parse_bool, parse_location
+from firn.spec.properties import TableProperties
+from firn.spec.schema import Schema
+from firn.spec.types import LONG, NestedField
 
 
 @pytest.mark.parametrize(
@@ -185,7 +190,12 @@ class _NoSuchBucket(BaseHTTPRequestHandler):
     )
 
     def _reply(self) -> None:
-        if int(self.headers.get("Content-Length") or 0):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":  # pyarrow's PUT bodies
+            while (size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)) > 0:
+                self.rfile.read(size + 2)
+            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                pass  # trailers (checksums)
+        elif int(self.headers.get("Content-Length") or 0):
             self.rfile.read(int(self.headers["Content-Length"]))
         body = b"" if self.command == "HEAD" else self.BODY
         self.send_response(404)
@@ -215,9 +225,18 @@ def test_s3_write_to_a_missing_bucket_is_a_write_failure_and_a_read_not_found() 
         with pytest.raises(FirnError) as info:
             io.new_output("s3://gone/wh/m.json").write(b"x")
         _assert_write_failure(info.value, "s3://gone/wh/m.json", "NO_SUCH_BUCKET")
+        # A streamed write (Parquet) learns of the missing bucket when the stream closes: S3
+        # files open lazily (one PUT for a small file), and the writer's error names the file.
+        schema = Schema(NestedField(1, "id", LONG, required=False))
         with pytest.raises(FirnError) as info:
-            io.new_output("s3://gone/wh/m2.json").open_arrow()
-        _assert_write_failure(info.value, "s3://gone/wh/m2.json", "cannot open it for writing")
+            write_parquet_file(
+                io,
+                "s3://gone/wh/m2.parquet",
+                pa.table({"id": pa.array([1], pa.int64())}),
+                schema,
+                TableProperties.parse({}),
+            )
+        _assert_write_failure(info.value, "s3://gone/wh/m2.parquet", "NO_SUCH_BUCKET")
         with pytest.raises(NotFound, match=r"file not found: s3://gone/wh/m\.json"):
             io.new_input("s3://gone/wh/m.json").read()
     finally:
@@ -246,9 +265,13 @@ def test_s3_options_from_properties() -> None:
             "s3.region": "eu-west-1",
             "s3.path-style-access": "true",
             "s3.connect-timeout": "2.5",
+            "s3.retry.num-retries": "2",
         }
     )
-    assert io.s3_options("bucket") == {
+    opts = io.s3_options("bucket")
+    retry = opts.pop("retry_strategy")
+    assert isinstance(retry, pafs.AwsStandardS3RetryStrategy) and retry.max_attempts == 3
+    assert opts == {
         "endpoint_override": "127.0.0.1:9000",
         "scheme": "http",
         "access_key": "AK",
@@ -257,6 +280,8 @@ def test_s3_options_from_properties() -> None:
         "region": "eu-west-1",
         "force_virtual_addressing": False,
         "connect_timeout": 2.5,
+        "request_timeout": 3.0,  # the documented default
+        "allow_delayed_open": True,  # a small file is one PUT
     }
 
 
@@ -264,7 +289,16 @@ def test_s3_options_fall_back_to_environment(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("AWS_ENDPOINT_URL", "https://minio.local:9000/")
     monkeypatch.setenv("AWS_REGION", "us-west-2")
     opts = PyArrowFileIO().s3_options("bucket")
-    assert opts == {"endpoint_override": "minio.local:9000", "scheme": "https", "region": "us-west-2"}
+    retry = opts.pop("retry_strategy")
+    assert isinstance(retry, pafs.AwsStandardS3RetryStrategy) and retry.max_attempts == 6  # 5 retries
+    assert opts == {
+        "endpoint_override": "minio.local:9000",
+        "scheme": "https",
+        "region": "us-west-2",
+        "connect_timeout": 1.0,
+        "request_timeout": 3.0,
+        "allow_delayed_open": True,
+    }
 
 
 def test_filesystems_are_cached_per_bucket() -> None:
