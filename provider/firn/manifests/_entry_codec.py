@@ -69,6 +69,11 @@ def read_long(buf: bytes, pos: int) -> tuple[int, int]:
     return (n >> 1) ^ -(n & 1), pos
 
 
+# Zig-zag decoded values of every one- and two-byte varint payload (14 bits): a table lookup
+# is cheaper in CPython than the shift-and-xor.
+_ZIGZAG_14 = tuple((n >> 1) ^ -(n & 1) for n in range(1 << 14))
+
+
 @functools.lru_cache(maxsize=512)
 def _varint_run(count: int) -> re.Pattern[bytes]:
     # ``count`` varints: each is continuation bytes (high bit set) then one final byte.
@@ -143,7 +148,10 @@ def blocks(data: bytes, container: Container) -> Iterator[tuple[bytes, int]]:
         if data[pos : pos + SYNC_SIZE] != sync:
             raise ValueError(f"sync marker mismatch at offset {pos}")
         pos += SYNC_SIZE
-        yield (zlib.decompress(raw, -15) if deflate else raw), count
+        block = zlib.decompress(raw, -15) if deflate else raw
+        if count > len(block):  # every manifest record is at least one byte
+            raise ValueError(f"block claims {count} records in {len(block)} bytes")
+        yield block, count
 
 
 # -- code generation -------------------------------------------------------------------------------
@@ -181,10 +189,14 @@ class _Gen:
     # lines that decode a long into ``target``
     @staticmethod
     def long(target: str, ind: str) -> list[str]:
+        # One- and two-byte varints (field ids, counts, lengths, most stats) inline; longer
+        # ones (snapshot ids, file sizes) through read_long.
         return [
             f"{ind}b = buf[pos]",
             f"{ind}if b < 128:",
-            f"{ind}    {target} = (b >> 1) ^ -(b & 1); pos += 1",
+            f"{ind}    {target} = _zz[b]; pos += 1",
+            f"{ind}elif buf[pos + 1] < 128:",
+            f"{ind}    {target} = _zz[(b & 127) | (buf[pos + 1] << 7)]; pos += 2",
             f"{ind}else:",
             f"{ind}    {target}, pos = _rl(buf, pos)",
         ]
@@ -214,13 +226,14 @@ class _Gen:
                 size = int(t["size"])
                 lines = [f"{ind}{target} = buf[pos:pos + {size}]; pos += {size}"]
             else:
+                # A length past the block's end is caught when the block does not end where its
+                # records do (decode_entries); a negative one would step backwards.
+                decode = ".decode()" if prim == "string" else ""
                 lines = [
                     *self.long(n, ind),
-                    f"{ind}if {n} < 0 or pos + {n} > len(buf): raise ValueError('length past the end of block')",
-                    f"{ind}{target} = buf[pos:pos + {n}]; pos += {n}",
+                    f"{ind}if {n} < 0: raise ValueError('negative length')",
+                    f"{ind}{target} = buf[pos:pos + {n}]{decode}; pos += {n}",
                 ]
-                if prim == "string":
-                    lines.append(f"{ind}{target} = {target}.decode()")
             if logical == "decimal":
                 lines.append(
                     f"{ind}{target} = _decimal(int.from_bytes({target}, 'big', signed=True), {int(t.get('scale', 0))})"
@@ -244,11 +257,18 @@ class _Gen:
             return self.collection(t, target, ind, depth, int_keys)
         raise NotGenerated(f"Avro type {t!r}")
 
+    def union_index(self, idx: str, ind: str, branches: int) -> list[str]:
+        # A branch index below 64 is one byte holding twice the index (zig-zag); compare the
+        # raw byte instead of decoding it.
+        if branches > 63:
+            raise NotGenerated("union with more than 63 branches")
+        return [f"{ind}{idx} = buf[pos]; pos += 1"]
+
     def union(self, branches: list[Any], target: str, ind: str, depth: int, int_keys: bool) -> list[str]:
         idx = self.tmp("u")
-        lines = self.long(idx, ind)
+        lines = self.union_index(idx, ind, len(branches))
         for i, branch in enumerate(branches):
-            lines.append(f"{ind}{'if' if i == 0 else 'elif'} {idx} == {i}:")
+            lines.append(f"{ind}{'if' if i == 0 else 'elif'} {idx} == {2 * i}:")
             lines += self.value(branch, target, ind + "    ", depth + 1, int_keys)
         lines.append(f"{ind}else: raise ValueError('union branch index out of range')")
         return lines
@@ -302,10 +322,10 @@ class _Gen:
         t = self.resolve(t, depth)
         if isinstance(t, list):
             idx = self.tmp("u")
-            lines = self.long(idx, ind)
+            lines = self.union_index(idx, ind, len(t))
             for i, branch in enumerate(t):
                 body = self.skip(branch, ind + "    ", depth + 1) or [f"{ind}    pass"]
-                lines += [f"{ind}{'if' if i == 0 else 'elif'} {idx} == {i}:", *body]
+                lines += [f"{ind}{'if' if i == 0 else 'elif'} {idx} == {2 * i}:", *body]
             lines.append(f"{ind}else: raise ValueError('union branch index out of range')")
             return lines
         prim = t if isinstance(t, str) else t.get("type")
@@ -367,6 +387,7 @@ def _compile(lines: list[str], consts: Mapping[str, Any]) -> BlockDecoder:
     source = "\n".join(lines)
     scope: dict[str, Any] = {
         "_rl": read_long,
+        "_zz": _ZIGZAG_14,
         "_skipv": skip_varints,
         "_unpack": struct.unpack_from,
         "_decimal": values.decimal_from_unscaled,
@@ -395,8 +416,8 @@ def entry_decoder(
     if not isinstance(schema, dict) or schema.get("type") != "record":
         raise NotGenerated("top-level schema is not a record")
     gen = _Gen(named_types(schema))
-    entry_by_id = record_fields_by_id(schema, entry_ids)
     data_file_id = 2  # manifest_entry.data_file (spec "Manifest Entry Fields")
+    entry_by_id = record_fields_by_id(schema, (*entry_ids, data_file_id))
     data_field = entry_by_id.get(data_file_id)
     wanted_entry = {id(entry_by_id[i]): f"e{i}" for i in entry_ids if i in entry_by_id and i != data_file_id}
     want_file = bool(file_ids)
