@@ -287,7 +287,9 @@ class _Gen:
             f"{ind}    if {count} > len(buf) - pos: raise ValueError('array block count exceeds the data')",
         ]
 
-    def collection(self, t: Mapping[str, Any], target: str, ind: str, depth: int, int_keys: bool) -> list[str]:
+    def collection(
+        self, t: Mapping[str, Any], target: str, ind: str, depth: int, int_keys: bool
+    ) -> list[str]:
         c = self.tmp("c")
         inner = ind + "        "
         if t["type"] == "map":
@@ -343,7 +345,11 @@ class _Gen:
             return [f"{ind}pos += {int(t['size'])}"]
         if prim in ("string", "bytes"):
             n = self.tmp("n")
-            return [*self.long(n, ind), f"{ind}if {n} < 0: raise ValueError('negative length')", f"{ind}pos += {n}"]
+            return [
+                *self.long(n, ind),
+                f"{ind}if {n} < 0: raise ValueError('negative length')",
+                f"{ind}pos += {n}",
+            ]
         if prim == "record":
             lines = []
             for f in t.get("fields", ()):
@@ -456,9 +462,7 @@ def entry_decoder(
     return _compile(lines, gen.consts)
 
 
-def decode_entries(
-    data: bytes, container: Container, decoder: BlockDecoder
-) -> list[tuple[Any, ...]]:
+def decode_entries(data: bytes, container: Container, decoder: BlockDecoder) -> list[tuple[Any, ...]]:
     """Every entry of the file, decoded by ``decoder``; a block whose records do not end
     exactly at its end is damage."""
     out: list[tuple[Any, ...]] = []

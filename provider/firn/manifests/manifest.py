@@ -569,7 +569,9 @@ def _as_map(m: Any) -> Any:
     raise ValueError(f"stats field is a {type(m).__name__}, not a map")
 
 
-def _build_entries(rows: list[tuple[Any, ...]], dec: _EntryDecoder, manifest: ManifestFile) -> list[ManifestEntry]:
+def _build_entries(
+    rows: list[tuple[Any, ...]], dec: _EntryDecoder, manifest: ManifestFile
+) -> list[ManifestEntry]:
     """ManifestEntry objects from the generated decoder's tuples (fields in ``_GEN_*`` order)."""
     inherit = EntryInheritance.of(manifest)
     snapshot, sequence, first_row_id = inherit.snapshot, inherit.sequence, inherit.first_row_id
