@@ -25,8 +25,8 @@ import fastavro
 
 from firn.errors import FirnError, InvalidMetadata
 from firn.io.base import FileIO
-from firn.manifests import avro_schemas as ids
 from firn.manifests import _entry_codec as codec
+from firn.manifests import avro_schemas as ids
 from firn.manifests._avro_io import (
     check_array_items,
     corrupt,

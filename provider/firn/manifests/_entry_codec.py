@@ -400,7 +400,7 @@ def _compile(lines: list[str], consts: Mapping[str, Any]) -> BlockDecoder:
         "_uuid": uuid.UUID,
         **consts,
     }
-    exec(compile(source, "<firn manifest entry decoder>", "exec"), scope)  # noqa: S102 - generated from a schema we parsed
+    exec(compile(source, "<firn manifest entry decoder>", "exec"), scope)
     fn: BlockDecoder = scope["decode"]
     return fn
 

@@ -20,12 +20,12 @@ from typing import Any
 
 from firn.errors import FirnError, InvalidMetadata, ValidationError
 from firn.io.base import InputFile, OutputFile
-from firn.manifests import cache as _cache
 from firn.manifests import _entry_codec as codec
+from firn.manifests import cache as _cache
 from firn.manifests._avro_io import (
     DEFAULT_CODEC,
-    check_types,
     check_array_items,
+    check_types,
     corrupt,
     field_name,
     named_types,
