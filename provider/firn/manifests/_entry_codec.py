@@ -69,6 +69,11 @@ def read_long(buf: bytes, pos: int) -> tuple[int, int]:
     return (n >> 1) ^ -(n & 1), pos
 
 
+_VARINT = b"[\\x80-\\xff]*[\\x00-\\x7f]"
+
+# A string or bytes value shorter than 64 bytes: a one-byte length 2n, then n bytes.
+_SHORT_BYTES = b"(?:" + b"|".join(re.escape(bytes([2 * n])) + b".{%d}" % n for n in range(64)) + b")"
+
 # Zig-zag decoded values of every one- and two-byte varint payload (14 bits): a table lookup
 # is cheaper in CPython than the shift-and-xor.
 _ZIGZAG_14 = tuple((n >> 1) ^ -(n & 1) for n in range(1 << 14))
@@ -189,14 +194,17 @@ class _Gen:
     # lines that decode a long into ``target``
     @staticmethod
     def long(target: str, ind: str) -> list[str]:
-        # One- and two-byte varints (field ids, counts, lengths, most stats) inline; longer
-        # ones (snapshot ids, file sizes) through read_long.
+        # One- to three-byte varints (field ids, counts, lengths, most stats and sizes) inline;
+        # longer ones (snapshot ids) through read_long.
         return [
             f"{ind}b = buf[pos]",
             f"{ind}if b < 128:",
             f"{ind}    {target} = _zz[b]; pos += 1",
             f"{ind}elif buf[pos + 1] < 128:",
             f"{ind}    {target} = _zz[(b & 127) | (buf[pos + 1] << 7)]; pos += 2",
+            f"{ind}elif buf[pos + 2] < 128:",
+            f"{ind}    b = (b & 127) | ((buf[pos + 1] & 127) << 7) | (buf[pos + 2] << 14)",
+            f"{ind}    {target} = (b >> 1) ^ -(b & 1); pos += 3",
             f"{ind}else:",
             f"{ind}    {target}, pos = _rl(buf, pos)",
         ]
@@ -372,6 +380,87 @@ class _Gen:
             return lines
         raise NotGenerated(f"Avro type {t!r}")
 
+    # -- skipping by regular expression ---------------------------------------------------------------
+    def pattern(self, t: Any, depth: int) -> bytes | None:
+        """A regular expression matching one encoded value of ``t`` in its common form, or None.
+
+        The common form: strings and bytes shorter than 64 (a one-byte length: bounds, formats,
+        short partition values), arrays as one block of 1-63 items (what Java and fastavro
+        write for a stats map of up to 63 columns). Data in another form fails the match and
+        takes the generic path."""
+        t = self.resolve(t, depth)
+        if isinstance(t, list):
+            if len(t) > 63:
+                return None
+            branches = []
+            for i, b in enumerate(t):
+                p = self.pattern(b, depth + 1)
+                if p is None:
+                    return None
+                branches.append(re.escape(bytes([2 * i])) + p)
+            return b"(?:" + b"|".join(branches) + b")"
+        prim = t if isinstance(t, str) else t.get("type")
+        if prim in ("int", "long", "enum"):
+            return _VARINT
+        if prim == "null":
+            return b""
+        if prim == "boolean":
+            return b"[\x00\x01]"
+        if prim in ("float", "double", "fixed"):
+            size = {"float": 4, "double": 8}.get(prim) or int(t["size"])
+            return b".{%d}" % size
+        if prim in ("string", "bytes"):
+            return _SHORT_BYTES
+        if prim == "record":
+            parts = [self.pattern(f["type"], depth + 1) for f in t.get("fields", ())]
+            return None if any(p is None for p in parts) else b"".join(p for p in parts if p is not None)
+        if prim == "array":
+            item = self.pattern(t["items"], depth + 1)
+            if item is None:
+                return None
+            blocks = b"|".join(re.escape(bytes([2 * k])) + b"(?:" + item + b"){%d}" % k for k in range(1, 64))
+            return b"(?:\x00|(?:" + blocks + b")\x00)"
+        return None
+
+    def skip_run(self, types: list[Any], ind: str, depth: int) -> list[str]:
+        """Lines stepping over consecutive fields of ``types``: runs of fields a regular
+        expression can match go in one ``match`` call (falling back to field-by-field skipping
+        when the data is not in the common form), the others field by field."""
+        lines: list[str] = []
+        run: list[Any] = []
+
+        def flush_run() -> None:
+            if not run:
+                return
+            generic = [line for t in run for line in self.skip(t, ind + "    ", depth)]
+            pats = [self.pattern(t, depth) for t in run]
+            prim = run[0] if isinstance(run[0], str) else None
+            if len(run) == 1 and (len(generic) <= 2 or prim in ("string", "bytes")):
+                # A lone varint: the loop is cheaper. A lone string (a path) is rarely short.
+                lines.extend(self.skip(run[0], ind, depth))
+            else:
+                rx = self.const(re.compile(b"".join(p for p in pats if p is not None), re.DOTALL))
+                m = self.tmp("m")
+                lines.extend(
+                    [
+                        f"{ind}{m} = {rx}.match(buf, pos)",
+                        f"{ind}if {m} is not None:",
+                        f"{ind}    pos = {m}.end()",
+                        f"{ind}else:",
+                        *(generic or [f"{ind}    pass"]),
+                    ]
+                )
+            run.clear()
+
+        for t in types:
+            if self.pattern(t, depth) is None:
+                flush_run()
+                lines.extend(self.skip(t, ind, depth))
+            else:
+                run.append(t)
+        flush_run()
+        return lines
+
     def _varints_only(self, t: Any, depth: int) -> int:
         """How many varints an item of type ``t`` is, if it is nothing but int/long fields."""
         t = self.resolve(t, depth)
@@ -430,6 +519,13 @@ def entry_decoder(
     ind = "        "
     body: list[str] = []
     file_vars: dict[int, str] = {}
+    skipped: list[Any] = []  # a run of fields to step over, stepped over together
+
+    def flush() -> None:
+        if skipped:
+            body.extend(gen.skip_run(skipped, ind, 2))
+            skipped.clear()
+
     for f in schema.get("fields", ()):
         if f is data_field and want_file:
             record = gen.resolve(f["type"], 1)
@@ -440,15 +536,18 @@ def entry_decoder(
             for ff in record.get("fields", ()):
                 fid = wanted.get(id(ff))
                 if fid is None:
-                    body += gen.skip(ff["type"], ind, 2)
+                    skipped.append(ff["type"])
                 else:
+                    flush()
                     var = f"f{fid}"
                     file_vars[fid] = var
                     body += gen.value(ff["type"], var, ind, 2, int_keys=fid in map_ids)
         elif id(f) in wanted_entry:
+            flush()
             body += gen.value(f["type"], wanted_entry[id(f)], ind, 1)
         else:
-            body += gen.skip(f["type"], ind, 1)
+            skipped.append(f["type"])
+    flush()
     out_vars = [f"e{i}" if (i in entry_by_id and i != data_file_id) else "None" for i in entry_ids]
     out_vars += [file_vars.get(i, "None") for i in file_ids]
     lines = [
