@@ -213,3 +213,27 @@ def test_damaged_files_are_named(
         read_manifest(bytes(buf), mf, include_deleted=True, use_cache=False)
     with pytest.raises(InvalidMetadata, match=r"mem://named"):
         read_entry_columns(bytes(buf), (ids.FILE_PATH_ID,), location="mem://named")
+
+
+def test_uncommon_encodings_take_the_generic_path(
+    fio: InMemoryFileIO, schema: Schema, spec: PartitionSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Skipped fields outside the regex's common form (a stats map of 70 columns, a 100-byte
+    bound) are stepped over field by field, with the same result."""
+    wide = {c: 1000 + c for c in range(1, 71)}
+    entries = [
+        added(data_file(i, column_sizes=wide, value_counts=wide, lower_bounds={1: b"x" * (60 + 20 * i)}))
+        for i in range(4)
+    ]
+    data, mf = _write(fio, entries, spec, schema, 2, "deflate")
+    g_cols, f_cols = _both(
+        lambda: read_entry_columns(data, (ids.RECORD_COUNT_ID, ids.FILE_SIZE_ID), location="mem://w"),
+        monkeypatch,
+    )
+    assert g_cols == f_cols
+    assert g_cols.fields[ids.RECORD_COUNT_ID] == [1000 + i for i in range(4)]
+    g_paths, f_paths = _both(lambda: read_manifest_paths(fio, mf), monkeypatch)
+    assert g_paths == f_paths
+    full, _ = _both(lambda: read_manifest(data, mf, partition_type=spec.partition_type(schema)), monkeypatch)
+    assert full[3].data_file.lower_bounds == {1: b"x" * 120}
+    assert full[0].data_file.column_sizes == wide
