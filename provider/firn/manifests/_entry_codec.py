@@ -85,6 +85,13 @@ def _varint_run(count: int) -> re.Pattern[bytes]:
     return re.compile(rb"(?:[\x80-\xff]*[\x00-\x7f]){%d}" % count, re.DOTALL)
 
 
+@functools.lru_cache(maxsize=1024)
+def _items(item: bytes, count: int) -> re.Pattern[bytes]:
+    # ``count`` items of one pattern; compiled once per (item pattern, count), and a table's
+    # stats maps have one or a few distinct counts (its column count).
+    return re.compile(b"(?:" + item + b"){%d}" % count, re.DOTALL)
+
+
 def skip_varints(buf: bytes, pos: int, count: int) -> int:
     """The position after ``count`` varints starting at ``pos``."""
     m = _varint_run(count).match(buf, pos)
@@ -373,8 +380,19 @@ class _Gen:
                 per_item = self.skip(t["items"], ind + "        ", depth + 1)
                 varints = self._varints_only(t["items"], depth + 1)
             lines = self._blocks(c, ind)
+            item = None if prim == "map" else self.pattern(t["items"], depth + 1)
             if varints:  # items made only of varints: one regex match steps over the block
                 lines.append(f"{ind}    pos = _skipv(buf, pos, {c} * {varints})")
+            elif item is not None:  # e.g. bounds: one match per block in the common form
+                m, k = self.tmp("m"), self.const(item)
+                lines += [
+                    f"{ind}    {m} = _items({k}, {c}).match(buf, pos)",
+                    f"{ind}    if {m} is not None:",
+                    f"{ind}        pos = {m}.end()",
+                    f"{ind}    else:",
+                    f"{ind}      for _ in range({c}):",
+                    *(per_item or [f"{ind}        pass"]),
+                ]
             else:
                 lines += [f"{ind}    for _ in range({c}):", *(per_item or [f"{ind}        pass"])]
             return lines
@@ -416,7 +434,9 @@ class _Gen:
             return None if any(p is None for p in parts) else b"".join(p for p in parts if p is not None)
         if prim == "array":
             item = self.pattern(t["items"], depth + 1)
-            if item is None:
+            if item is None or _SHORT_BYTES in item:
+                # 63 block counts times 64 lengths is a regex that takes longer to compile
+                # than a manifest takes to read: bounds maps are stepped over item by item.
                 return None
             blocks = b"|".join(re.escape(bytes([2 * k])) + b"(?:" + item + b"){%d}" % k for k in range(1, 64))
             return b"(?:\x00|(?:" + blocks + b")\x00)"
@@ -484,6 +504,7 @@ def _compile(lines: list[str], consts: Mapping[str, Any]) -> BlockDecoder:
         "_rl": read_long,
         "_zz": _ZIGZAG_14,
         "_skipv": skip_varints,
+        "_items": _items,
         "_unpack": struct.unpack_from,
         "_decimal": values.decimal_from_unscaled,
         "_uuid": uuid.UUID,
