@@ -33,7 +33,7 @@ from pyroaring import BitMap
 
 from firn.core.legacy.reader import snapshot_manifests
 from firn.core.trees import snapshot_changes
-from firn.core.v4.reader import ManifestRef, live_mdvs, manifest_refs, root_table, status_np
+from firn.core.v4.reader import ManifestRef, decode_mdv, live_mdvs, manifest_refs, root_table, status_np
 from firn.errors import InvalidMetadata
 from firn.io.base import FileIO
 from firn.maintenance.manifest_paths import ManifestPaths, read_manifest_paths
@@ -331,9 +331,12 @@ def removed_by(io: FileIO, md: TableMetadata, tree: SnapshotTree) -> FileSet:
     sid = tree.snapshot.snapshot_id
     out = FileSet()
     if tree.root is not None:
-        changes = snapshot_changes(io, md, tree.snapshot)
-        for f in (*changes.removed_data_files, *changes.removed_delete_files):
-            out.add(content_kind(int(f.content), f.file_format.value), f.file_path, f.file_size_in_bytes)
+        if tree.snapshot.root_manifest is None:  # an upgraded table's legacy snapshot
+            changes = snapshot_changes(io, md, tree.snapshot)
+            for f in (*changes.removed_data_files, *changes.removed_delete_files):
+                out.add(content_kind(int(f.content), f.file_format.value), f.file_path, f.file_size_in_bytes)
+            return out
+        _root_removed(io, md, tree, out)
         return out
     own = [n for n in tree.manifests.values() if n.added_snapshot_id == sid and n.may_have_deleted]
     for entries in read_all_entries(io, md, own).values():
@@ -342,6 +345,73 @@ def removed_by(io: FileIO, md: TableMetadata, tree: SnapshotTree) -> FileSet:
                 kind = content_kind(entries.content[i], entries.file_format[i])
                 out.add(kind, entries.path[i], entries.size[i])
     return out
+
+
+def _add_rows(
+    out: FileSet,
+    content: Sequence[int],
+    paths: Sequence[str],
+    formats: Sequence[str],
+    sizes: Sequence[int | None],
+) -> None:
+    for c, path, fmt, size in zip(content, paths, formats, sizes, strict=True):
+        out.add(content_kind(c, fmt), path, -1 if size is None else size)
+
+
+def _root_removed(io: FileIO, md: TableMetadata, tree: SnapshotTree, out: FileSet) -> None:
+    """What a V4 snapshot removed, from its root (already read) alone: its DELETED content
+    entries, and the leaf entries its new manifest DVs remove beyond the DVs they replace
+    (``snapshot_changes``'s rules), read as paths only — the files it added are not opened."""
+    root = tree.root
+    assert root is not None
+    sid = tree.snapshot.snapshot_id
+    vi = root.column("version_info")
+    status = status_np(root)
+    snap = pc.fill_null(pc.struct_field(vi, "snapshot_id"), -1).to_numpy()
+    ct = root.column("content_type").to_numpy()
+    mine = snap == sid
+    deleted = mine & (status == _DELETED)
+    added = mine & (status == int(EntryStatus.ADDED))
+    rows = np.nonzero(deleted & (ct <= int(FileContent.EQUALITY_DELETES)))[0]
+    if len(rows):
+        sub = root.select(["content_type", "location", "file_format", "file_size_in_bytes"]).take(
+            pa.array(rows)
+        )
+        _add_rows(
+            out,
+            sub.column("content_type").to_pylist(),
+            sub.column("location").to_pylist(),
+            sub.column("file_format").to_pylist(),
+            sub.column("file_size_in_bytes").to_pylist(),
+        )
+    is_mdv = ct == int(FileContent.MANIFEST_DV)
+    new_rows = np.nonzero(added & is_mdv)[0]
+    if not len(new_rows):
+        return
+    mdv_rows = root.select(["location", "deletion_vector", "referenced_file"])
+    old: dict[str, BitMap] = {}
+    for i in np.nonzero(deleted & is_mdv)[0]:
+        row = mdv_rows.slice(int(i), 1).to_pylist()[0]
+        old[row["referenced_file"]] = decode_mdv(io, row)
+    newly: dict[str, BitMap] = {}
+    for i in new_rows:
+        row = mdv_rows.slice(int(i), 1).to_pylist()[0]
+        ords = decode_mdv(io, row) - old.get(row["referenced_file"], BitMap())
+        if ords:
+            newly[row["referenced_file"]] = ords
+    for path, node in tree.manifests.items():
+        ords = newly.get(path)
+        if ords is None:
+            continue
+        entries = read_entries(io, md, node)
+        for i in ords:
+            if i >= len(entries):
+                raise InvalidMetadata(
+                    f"manifest DV removes ordinal {i} of a leaf with {len(entries)} entries", location=path
+                )
+            out.add(
+                content_kind(entries.content[i], entries.file_format[i]), entries.path[i], entries.size[i]
+            )
 
 
 def live_delete_paths(io: FileIO, md: TableMetadata, tree: SnapshotTree, wanted: set[str]) -> set[str]:
