@@ -351,9 +351,32 @@ def _flatten(mapping: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789+-.")
+
+
 def split_location(location: str) -> tuple[str, str, str]:
     """(scheme, authority, path) of a location; a plain path has neither scheme nor authority.
     The path has duplicate and trailing slashes removed, as Hadoop's ``Path`` normalizes it."""
+    # The common form ``scheme://authority/path`` (lower-case scheme, no query or fragment)
+    # splits with str methods: urlsplit costs microseconds, and orphan removal splits every
+    # referenced path of the table.
+    scheme, sep, rest = location.partition("://")
+    if (
+        sep
+        and len(scheme) > 1
+        and "?" not in rest
+        and "#" not in rest
+        and location[0] > " "  # urlsplit strips leading control characters and spaces...
+        and "\t" not in rest  # ...and drops tabs and newlines anywhere
+        and "\n" not in rest
+        and "\r" not in rest
+        and not set(scheme) - _SCHEME_CHARS
+        and scheme[0].isalpha()
+    ):
+        authority, slash, tail = rest.partition("/")
+        path = slash + tail
+        if "//" not in path and not (len(path) > 1 and path.endswith("/")) and "[" not in authority:
+            return scheme, authority, path
     parts = urlsplit(location)
     if len(parts.scheme) > 1:  # one letter would be a Windows drive
         scheme, authority, path = parts.scheme, parts.netloc, parts.path
@@ -372,16 +395,28 @@ class _Matcher:
     def __init__(self, equal_schemes: Mapping[str, str], equal_authorities: Mapping[str, str]) -> None:
         self.schemes = _flatten(equal_schemes)
         self.authorities = _flatten(equal_authorities)
-        self.known: dict[str, set[tuple[str, str]]] = {}
+        # Normalized path -> its (scheme, authority) pairs; the tuples are shared, since a
+        # table's paths have one or a few forms (one object per form, not per path).
+        self.known: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._forms: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
 
     def key(self, location: str) -> tuple[str, str, str]:
         scheme, authority, path = split_location(location)
         return self.schemes.get(scheme, scheme).lower(), self.authorities.get(authority, authority), path
 
     def add_all(self, locations: Sequence[str] | set[str]) -> None:
+        known, forms, key = self.known, self._forms, self.key
         for loc in locations:
-            scheme, authority, path = self.key(loc)
-            self.known.setdefault(path, set()).add((scheme, authority))
+            scheme, authority, path = key(loc)
+            pair = (scheme, authority)
+            refs = known.get(path)
+            if refs is None:
+                refs = (pair,)
+            elif pair in refs:
+                continue
+            else:
+                refs = tuple(sorted({*refs, pair}))
+            known[path] = forms.setdefault(refs, refs)
 
     def match(self, location: str, mode: str) -> tuple[bool, str | None]:
         """(is an orphan, the conflict when a prefix mismatch kept it)."""
