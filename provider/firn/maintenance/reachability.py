@@ -37,7 +37,8 @@ from firn.core.v4.reader import ManifestRef, decode_mdv, live_mdvs, manifest_ref
 from firn.errors import InvalidMetadata
 from firn.io.base import FileIO
 from firn.maintenance.manifest_paths import ManifestPaths, read_manifest_paths
-from firn.manifests.v4_io import ManifestKind, read_v4_manifest
+from firn.manifests.v4_io import ManifestKind, conform, read_v4_manifest
+from firn.manifests.v4_layout import V4Layout
 from firn.spec.content import EntryStatus, FileContent, FileFormat, ManifestContent, ManifestFile
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
@@ -194,7 +195,7 @@ def read_tree(io: FileIO, md: TableMetadata, snapshot: Snapshot) -> SnapshotTree
             for m in snapshot_manifests(io, snapshot)
         }
         return SnapshotTree(snapshot, snapshot.manifest_list, MANIFEST_LISTS, nodes)
-    root = root_table(io, md, snapshot)
+    root = _tree_root(io, md, snapshot)
     nodes = {}
     for ref in manifest_refs(root):
         avro = ref.file_format is FileFormat.AVRO
@@ -233,6 +234,33 @@ def read_tree(io: FileIO, md: TableMetadata, snapshot: Snapshot) -> SnapshotTree
                 if loc is not None:  # inline manifest DVs have no file
                     tree.manifest_dv_files[loc] = -1 if size is None else size
     return tree
+
+
+# What reachability reads of a V4 root: no stats, no partition values.
+_ROOT_COLUMNS = (
+    "location",
+    "content_type",
+    "file_format",
+    "file_size_in_bytes",
+    "record_count",
+    "version_info",
+    "partition_spec_id",
+    "first_row_id",
+    "referenced_file",
+    "deletion_vector",
+)
+
+
+def _tree_root(io: FileIO, md: TableMetadata, snapshot: Snapshot) -> pa.Table:
+    """A V4 snapshot's root with the columns reachability uses (others null), read past the
+    manifest cache: a walk over every snapshot of a long history would otherwise fill the
+    cache with roots nobody reads again, and hold them."""
+    if snapshot.root_manifest is None:
+        return root_table(io, md, snapshot)
+    table = read_v4_manifest(
+        io, snapshot.root_manifest, expected="root", use_cache=False, columns=_ROOT_COLUMNS
+    )
+    return conform(table, V4Layout.for_metadata(md))
 
 
 def read_trees(io: FileIO, md: TableMetadata, snapshots: Sequence[Snapshot]) -> list[SnapshotTree]:
@@ -318,6 +346,48 @@ def reachable(
             for m in masks[1:]:
                 removed = removed & m  # type: ignore[operator]
         _add_live(out, entries[path], removed)
+    return out
+
+
+# Snapshots whose tops are held at once by :func:`reachable_streaming`, and manifests read per
+# round: memory follows these, not the history or the number of manifests.
+STREAM_TREES = 16
+STREAM_MANIFESTS = 64
+
+
+def reachable_streaming(io: FileIO, md: TableMetadata, snapshots: Sequence[Snapshot]) -> FileSet:
+    """:func:`reachable` of ``snapshots``, holding a batch of snapshot tops at a time.
+
+    The tops are read :data:`STREAM_TREES` at a time and dropped once their files are noted;
+    per distinct manifest only its node and the intersection of the manifest DVs of the roots
+    that list it are kept (an entry is reached unless every listing root removes it). Each
+    distinct manifest is then read once, :data:`STREAM_MANIFESTS` at a time, and only the
+    paths of its reached entries are kept. The result holds one path per file, never one
+    object per file per snapshot."""
+    out = FileSet()
+    nodes: dict[str, ManifestNode] = {}
+    removed: dict[str, BitMap | None] = {}
+    for start in range(0, len(snapshots), STREAM_TREES):
+        for t in read_trees(io, md, snapshots[start : start + STREAM_TREES]):
+            out.add(t.top_kind, t.top, -1)
+            out.update(t.root_files)
+            for path, size in t.manifest_dv_files.items():
+                out.add(MANIFEST_DV_FILES, path, size)
+            mdvs = t.mdvs(io) if t.root is not None else None
+            for path, node in t.manifests.items():
+                out.add(node.kind, path, node.size)
+                mask = None if mdvs is None else mdvs.get(path)
+                if path not in nodes:
+                    nodes[path] = node
+                    removed[path] = mask
+                else:
+                    prev = removed[path]
+                    removed[path] = None if prev is None or mask is None else prev & mask
+    todo = list(nodes.values())
+    for start in range(0, len(todo), STREAM_MANIFESTS):
+        chunk = todo[start : start + STREAM_MANIFESTS]
+        for node, entries in zip(chunk, parallel_map(lambda n: read_entries(io, md, n), chunk), strict=True):
+            _add_live(out, entries, removed[node.path])
     return out
 
 
@@ -504,6 +574,7 @@ __all__ = [
     "metadata_paths",
     "parallel_map",
     "reachable",
+    "reachable_streaming",
     "read_all_entries",
     "read_entries",
     "read_tree",

@@ -71,7 +71,7 @@ from firn.maintenance.orphan_record import (
     record_location,
     write_record,
 )
-from firn.maintenance.reachability import metadata_paths, reachable, read_trees
+from firn.maintenance.reachability import metadata_paths, reachable_streaming
 from firn.maintenance.runner import LocalRunner, Runner, UnitFunction, UnitResult, WorkUnit
 from firn.spec.deletion_scope import DeletionScope
 from firn.spec.locations import LocationKey, location_key
@@ -435,8 +435,7 @@ class _Matcher:
 
 
 def _referenced(table: MaintainedTable, md: TableMetadata, location: str) -> set[str]:
-    trees = read_trees(table.io, md, list(md.snapshots))
-    out = reachable(table.io, md, trees).paths()
+    out = reachable_streaming(table.io, md, list(md.snapshots)).paths()
     out.update(metadata_paths(md, table.metadata_location))
     for base in {md.location.rstrip("/"), location.rstrip("/")}:
         out.add(f"{base}/metadata/{VERSION_HINT}")
