@@ -209,6 +209,9 @@ def _read_generated(data: bytes, manifest: ManifestFile) -> ManifestPaths | None
         content = tuple(data_content if c is None else c for c in content)
     if not all(type(p) is str for p in paths) or not all(type(f) is str for f in formats):
         raise InvalidMetadata("data_file path or format is not a string", location=location)
+    # A manifest spells its formats a few ways: keep one str object per spelling.
+    spellings = {f: f for f in set(formats)}
+    formats = tuple(map(spellings.__getitem__, formats))
     return ManifestPaths(location, status, snaps, content, paths, formats, sizes)
 
 

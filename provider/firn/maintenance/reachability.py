@@ -276,18 +276,24 @@ def read_entries(io: FileIO, md: TableMetadata, node: ManifestNode) -> ManifestP
     """The entries of one manifest (every status, in file order), paths and sizes only."""
     if node.leaf_ref is None:
         return read_manifest_paths(io, node.manifest_file)
-    table = read_v4_manifest(io, node.path, expected=_leaf_kind(node), columns=_LEAF_COLUMNS)
+    # Past the manifest cache: reachability reads each leaf once, and a walk over a large
+    # table would otherwise hold every leaf's columns in the cache.
+    table = read_v4_manifest(io, node.path, expected=_leaf_kind(node), columns=_LEAF_COLUMNS, use_cache=False)
     vi = table.column("version_info")
     sids = pc.struct_field(vi, "snapshot_id").to_pylist()
     inherited = node.added_snapshot_id
     sizes = table.column("file_size_in_bytes").to_pylist()
+    # A leaf spells its formats a few ways: one str object per spelling, not per entry.
+    fmt = table.column("file_format")
+    spellings = {f: f for f in pc.unique(fmt).to_pylist()}
+    formats = tuple(map(spellings.__getitem__, fmt.to_pylist()))
     return ManifestPaths(
         node.path,
         tuple(status_np(table).tolist()),
         tuple(inherited if s is None else s for s in sids),
         tuple(table.column("content_type").to_pylist()),
         tuple(table.column("location").to_pylist()),
-        tuple(table.column("file_format").to_pylist()),
+        formats,
         tuple(-1 if s is None else s for s in sizes),
     )
 
@@ -383,12 +389,21 @@ def reachable_streaming(io: FileIO, md: TableMetadata, snapshots: Sequence[Snaps
                 else:
                     prev = removed[path]
                     removed[path] = None if prev is None or mask is None else prev & mask
+        _release_arrow_memory()
     todo = list(nodes.values())
     for start in range(0, len(todo), STREAM_MANIFESTS):
         chunk = todo[start : start + STREAM_MANIFESTS]
         for node, entries in zip(chunk, parallel_map(lambda n: read_entries(io, md, n), chunk), strict=True):
             _add_live(out, entries, removed[node.path])
+        _release_arrow_memory()
     return out
+
+
+def _release_arrow_memory() -> None:
+    # Arrow's allocator keeps freed pages for reuse; a walk that reads thousands of Parquet
+    # manifests one batch after another would otherwise keep the high-water mark of every
+    # batch resident.
+    pa.default_memory_pool().release_unused()
 
 
 def removed_by(io: FileIO, md: TableMetadata, tree: SnapshotTree) -> FileSet:
