@@ -485,17 +485,18 @@ def _root_removed(io: FileIO, md: TableMetadata, tree: SnapshotTree, out: FileSe
         if ords:
             newly[row["referenced_file"]] = ords
     for path, node in tree.manifests.items():
-        ords = newly.get(path)
-        if ords is None:
+        gone = newly.get(path)
+        if gone is None:
             continue
         entries = read_entries(io, md, node)
-        for i in ords:
-            if i >= len(entries):
+        for ordinal in gone:
+            k = int(ordinal)
+            if k >= len(entries):
                 raise InvalidMetadata(
-                    f"manifest DV removes ordinal {i} of a leaf with {len(entries)} entries", location=path
+                    f"manifest DV removes ordinal {k} of a leaf with {len(entries)} entries", location=path
                 )
             out.add(
-                content_kind(entries.content[i], entries.file_format[i]), entries.path[i], entries.size[i]
+                content_kind(entries.content[k], entries.file_format[k]), entries.path[k], entries.size[k]
             )
 
 

@@ -260,14 +260,14 @@ class _Gen:
             symbols = self.const(tuple(t["symbols"]))
             return [*self.long(target, ind), f"{ind}{target} = {symbols}[{target}]"]
         if prim == "record":
-            lines: list[str] = []
+            out: list[str] = []
             parts = []
             for f in t.get("fields", ()):
                 v = self.tmp("v")
-                lines += self.value(f["type"], v, ind, depth + 1)
+                out += self.value(f["type"], v, ind, depth + 1)
                 parts.append(f"{str(f['name'])!r}: {v}")
-            lines.append(f"{ind}{target} = {{{', '.join(parts)}}}")
-            return lines
+            out.append(f"{ind}{target} = {{{', '.join(parts)}}}")
+            return out
         if prim in ("array", "map"):
             return self.collection(t, target, ind, depth, int_keys)
         raise NotGenerated(f"Avro type {t!r}")
@@ -548,7 +548,7 @@ def entry_decoder(
             skipped.clear()
 
     for f in schema.get("fields", ()):
-        if f is data_field and want_file:
+        if data_field is not None and f is data_field and want_file:
             record = gen.resolve(f["type"], 1)
             if not isinstance(record, dict) or record.get("type") != "record":
                 raise NotGenerated("data_file is not a plain record")
