@@ -158,7 +158,12 @@ def read_v4_manifest(
             file.read_limits.manifest.check(location, f.size())
             pf = pq.ParquetFile(f)
             meta = pf.metadata.metadata or {}
-            table = pf.read(columns=None if columns is None else _present(pf.schema_arrow, columns, expected))
+            # One thread per file: manifests are small and read many at a time by the callers'
+            # own threads; Arrow's pool per file costs more than it saves (most on a busy machine).
+            table = pf.read(
+                columns=None if columns is None else _present(pf.schema_arrow, columns, expected),
+                use_threads=False,
+            )
     except (pa.ArrowException, OSError, UnicodeDecodeError) as e:
         raise InvalidMetadata(f"not a readable V4 manifest (Parquet): {e}", location=location) from e
     version = meta.get(FORMAT_VERSION_KEY)
