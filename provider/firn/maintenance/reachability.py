@@ -258,7 +258,12 @@ def _tree_root(io: FileIO, md: TableMetadata, snapshot: Snapshot) -> pa.Table:
     if snapshot.root_manifest is None:
         return root_table(io, md, snapshot)
     table = read_v4_manifest(
-        io, snapshot.root_manifest, expected="root", use_cache=False, columns=_ROOT_COLUMNS
+        io,
+        snapshot.root_manifest,
+        expected="root",
+        use_cache=False,
+        columns=_ROOT_COLUMNS,
+        arrow_threads=True,
     )
     return conform(table, V4Layout.for_metadata(md))
 
@@ -278,7 +283,9 @@ def read_entries(io: FileIO, md: TableMetadata, node: ManifestNode) -> ManifestP
         return read_manifest_paths(io, node.manifest_file)
     # Past the manifest cache: reachability reads each leaf once, and a walk over a large
     # table would otherwise hold every leaf's columns in the cache.
-    table = read_v4_manifest(io, node.path, expected=_leaf_kind(node), columns=_LEAF_COLUMNS, use_cache=False)
+    table = read_v4_manifest(
+        io, node.path, expected=_leaf_kind(node), columns=_LEAF_COLUMNS, use_cache=False, arrow_threads=True
+    )
     vi = table.column("version_info")
     sids = pc.struct_field(vi, "snapshot_id").to_pylist()
     inherited = node.added_snapshot_id

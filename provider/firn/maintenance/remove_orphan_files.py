@@ -46,7 +46,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -404,8 +404,10 @@ class _Matcher:
         scheme, authority, path = split_location(location)
         return self.schemes.get(scheme, scheme).lower(), self.authorities.get(authority, authority), path
 
-    def add_all(self, locations: Sequence[str] | set[str]) -> None:
+    def add_all(self, locations: Iterable[str]) -> int:
+        """Index ``locations``; returns how many were new (by path, scheme and authority)."""
         known, forms, key = self.known, self._forms, self.key
+        added = 0
         for loc in locations:
             scheme, authority, path = key(loc)
             pair = (scheme, authority)
@@ -417,6 +419,8 @@ class _Matcher:
             else:
                 refs = tuple(sorted({*refs, pair}))
             known[path] = forms.setdefault(refs, refs)
+            added += 1
+        return added
 
     def match(self, location: str, mode: str) -> tuple[bool, str | None]:
         """(is an orphan, the conflict when a prefix mismatch kept it)."""
@@ -434,12 +438,18 @@ class _Matcher:
         return False, f"{s or '-'}://{a or '-'} (referenced) vs {scheme or '-'}://{authority or '-'} (listed)"
 
 
-def _referenced(table: MaintainedTable, md: TableMetadata, location: str) -> set[str]:
-    out = reachable_streaming(table.io, md, list(md.snapshots)).paths()
-    out.update(metadata_paths(md, table.metadata_location))
+def _referenced(table: MaintainedTable, md: TableMetadata, location: str) -> Iterator[str]:
+    """Every referenced location (a path may come more than once). The reachable files are
+    handed over one kind at a time and dropped as they go, so the matcher's index is the only
+    per-file structure left (no second set of the same paths beside it)."""
+    files = reachable_streaming(table.io, md, list(md.snapshots))
+    while files.files:
+        _, group = files.files.popitem()
+        yield from group
+        del group
+    yield from metadata_paths(md, table.metadata_location)
     for base in {md.location.rstrip("/"), location.rstrip("/")}:
-        out.add(f"{base}/metadata/{VERSION_HINT}")
-    return out
+        yield f"{base}/metadata/{VERSION_HINT}"
 
 
 def _hidden(relative: str, partition_names: set[str]) -> bool:
@@ -522,8 +532,7 @@ class RemoveOrphanFiles(MaintenanceOperation[RemoveOrphanFilesPlan, RemoveOrphan
         schemes = dict(self.options.get("equal-schemes", DEFAULT_EQUAL_SCHEMES))
         authorities = dict(self.options.get("equal-authorities", {}))
         matcher = _Matcher(schemes, authorities)
-        referenced = _referenced(self.table, md, location)
-        matcher.add_all(referenced)
+        referenced = matcher.add_all(_referenced(self.table, md, location))
         scope = self.table.deletion_scope()
         grace = md.table_properties.orphans_grace_ms
         record_at = record_location(md.location)
@@ -561,7 +570,7 @@ class RemoveOrphanFiles(MaintenanceOperation[RemoveOrphanFilesPlan, RemoveOrphan
             listed=found.listed,
             too_young=found.too_young,
             hidden=found.hidden,
-            referenced=len(referenced),
+            referenced=referenced,
             mismatched=found.mismatched,
             conflicts=tuple(found.conflicts),
             grace_ms=grace,
