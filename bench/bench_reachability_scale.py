@@ -106,7 +106,7 @@ def main() -> None:
             runs[side].append(_measure(cache, *side))
     print(
         f"{files:,} data files in {args.leaves} commits ({args.leaves - 1} snapshots expire); "
-        f"median of {args.repeats}, one child process per run"
+        f"median of {args.repeats}, one child process per run, load average {os.getloadavg()[0]:.1f}"
     )
     print(
         f"{'call':<10} {'table':<5} {'seconds':>8} {'CPU s':>7} {'peak RSS growth':>16} {'per 1M files':>13}"
