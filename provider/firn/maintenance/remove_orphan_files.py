@@ -440,13 +440,13 @@ class _Matcher:
 
 def _referenced(table: MaintainedTable, md: TableMetadata, location: str) -> Iterator[str]:
     """Every referenced location (a path may come more than once). The reachable files are
-    handed over one kind at a time and dropped as they go, so the matcher's index is the only
+    handed over one at a time and dropped as they go, so the matcher's index is the only
     per-file structure left (no second set of the same paths beside it)."""
     files = reachable_streaming(table.io, md, list(md.snapshots))
     while files.files:
         _, group = files.files.popitem()
-        yield from group
-        del group
+        while group:  # popped one by one: each path is freed once the matcher has its key
+            yield group.popitem()[0]
     yield from metadata_paths(md, table.metadata_location)
     for base in {md.location.rstrip("/"), location.rstrip("/")}:
         yield f"{base}/metadata/{VERSION_HINT}"
