@@ -118,10 +118,9 @@ class RewriteFiles(SnapshotProducer):
             return []
         try:
             snaps = snapshots_between(base, self.starting_snapshot_id, parent.snapshot_id)
-        except FirnError:
+        except FirnError as e:
             raise ValidationConflict(
-                f"cannot validate the rewrite: branch {self.branch!r} no longer descends from snapshot "
-                f"{self.starting_snapshot_id} (rolled back or replaced concurrently); nothing was committed"
+                f"cannot validate the rewrite on branch {self.branch!r}: {e}; nothing was committed"
             ) from None
         out = []
         for s in snaps:

@@ -41,7 +41,7 @@ from firn.core.writer import write_data_files
 from firn.deletes.apply import load_positions
 from firn.deletes.bitmap import PositionBitmap, PositionsLike
 from firn.deletes.writers import referenced_data_file_of, write_position_delete_files
-from firn.errors import NotFound, ValidationError
+from firn.errors import NotFound, RewrittenConcurrently, ValidationError
 from firn.expressions import AlwaysTrue, BooleanExpression
 from firn.io.deletion import delete_quietly
 from firn.spec.content import DataFile, FileContent
@@ -203,7 +203,19 @@ class RowDelta(PendingUpdate):
             self._built = True
         if self._action is None:
             return [], []
-        return self._action.apply(base, ctx)
+        try:
+            return self._action.apply(base, ctx)
+        except RewrittenConcurrently as e:
+            if not self._positions:
+                raise
+            # Explicit positions name rows of the files this change was planned on; after a
+            # rewrite those rows live elsewhere, at positions only a new plan can know.
+            raise RewrittenConcurrently(
+                f"{e}. This row delta deletes rows by position (delete_rows_at) in "
+                f"{sorted(self._positions)[0]}, and positions do not follow rows to the files a "
+                "rewrite wrote: nothing was committed; delete by filter (table.delete), which plans "
+                "again on its own, or plan the positions again on the refreshed table"
+            ) from e
 
     def files_in_use(self) -> set[str]:
         return self._action.files_in_use() if self._action is not None else set()
