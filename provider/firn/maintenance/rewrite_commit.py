@@ -36,6 +36,7 @@ from firn.deletes.index import partition_key
 from firn.deletes.writers import referenced_data_file_of
 from firn.errors import CommitStateUnknown, FirnError, ValidationConflict
 from firn.io.deletion import delete_quietly
+from firn.maintenance.delete_carryover import CarriedDeletes, carry_over
 from firn.spec.content import DataFile, FileContent
 from firn.spec.deletion_scope import DeletionScope
 from firn.spec.field_ids import DELETE_FILE_PATH_ID
@@ -67,6 +68,28 @@ class GroupChange:
     @property
     def is_empty(self) -> bool:
         return not (self.removed_data or self.removed_deletes or self.added_data or self.added_deletes)
+
+
+@dataclass
+class _Carry:
+    """What one group carries over from the concurrent commits of one attempt."""
+
+    # Rewritten data file -> the concurrent position deletes / DVs for it (by file key).
+    deletes: dict[str, dict[str, DataFile]] = field(default_factory=dict)
+    # The group's removed delete files that a concurrent commit already replaced.
+    unremove: set[str] = field(default_factory=set)
+    # Concurrent file-scoped deletes of rewritten files, removed along with them.
+    also_remove: set[str] = field(default_factory=set)
+    remove_files: dict[str, DataFile] = field(default_factory=dict)
+    result: CarriedDeletes | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.deletes or self.unremove or self.also_remove)
+
+    @property
+    def key(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(sorted((p, *sorted(ds)) for p, ds in self.deletes.items()))
 
 
 def _bounds_cover(d: DataFile, path: str) -> bool:
@@ -105,6 +128,10 @@ class RewriteFiles(SnapshotProducer):
         self._failed_before = dict(failed_before or {})
         self.failed: dict[int, str] = {}
         self._changes_cache: dict[int, SnapshotChanges] = {}
+        # Concurrent deletes carried over to each group's outputs (see ``delete_carryover``):
+        # recomputed on every attempt, reused while the deletes to carry stay the same.
+        self.carried: dict[int, _Carry] = {}
+        self._carry_written: list[str] = []
 
     @property
     def live_groups(self) -> list[GroupChange]:
@@ -130,62 +157,102 @@ class RewriteFiles(SnapshotProducer):
             out.append(ch)
         return out
 
-    def _conflict(self, g: GroupChange, ch: SnapshotChanges, base: TableMetadata) -> str | None:
+    def _conflict(
+        self, g: GroupChange, ch: SnapshotChanges, base: TableMetadata, carry: _Carry | None = None
+    ) -> str | None:
+        """Why ``g`` cannot commit after ``ch``, or None. With ``carry``, deletes that ``ch``
+        added for rows ``g`` rewrote are recorded there to be carried over instead."""
+        rewritten = {f.file_path: f for f in g.removed_data}
         removed = {f.file_key for f in (*ch.removed_data_files, *ch.removed_delete_files)}
-        mine = {f.file_key for f in (*g.removed_data, *g.removed_deletes)}
-        gone = mine & removed
+        if carry is not None:
+            carry.also_remove -= removed  # superseded again (e.g. a DV merged into a newer one)
+        mine = {f.file_key: f for f in (*g.removed_data, *g.removed_deletes)}
+        gone = set(mine) & removed
+        if carry is not None and ch.operation != Operation.REPLACE.value:
+            # A writer's merge-on-read delete replaced a DV (or file-scoped delete) of a file
+            # this group rewrites with a new one holding the old positions too: the group no
+            # longer removes the old one; the new one is carried over below.
+            swappable = {k for k in gone if k in mine and referenced_data_file_of(mine[k]) in rewritten}
+            carry.unremove |= swappable
+            gone -= swappable
         if gone:
             return f"snapshot {ch.snapshot_id} ({ch.operation}) removed {sorted(gone)[0]} concurrently"
         if g.dv_targets:
             dropped = g.dv_targets & {f.file_path for f in ch.removed_data_files}
             if dropped:
                 return f"snapshot {ch.snapshot_id} removed data file {sorted(dropped)[0]} that a new DV refers to"
-        rewritten = {f.file_path: f for f in g.removed_data}
         ignore_equality = self.data_sequence_number is not None
         for d in ch.added_delete_files:
             if d.is_dv and d.referenced_data_file in g.dv_targets:
                 return f"snapshot {ch.snapshot_id} added another DV for {d.referenced_data_file} concurrently"
             if not rewritten:
                 continue
-            hit = self._applies_to(d, rewritten, base, ignore_equality)
-            if hit is not None:
-                return (
-                    f"snapshot {ch.snapshot_id} ({ch.operation}) added deletes ({d.file_path}) for "
-                    f"{hit}, which this rewrite replaces"
-                )
+            hits = self._applies_to(d, rewritten, base, ignore_equality)
+            if not hits:
+                continue
+            if carry is not None and d.content is FileContent.POSITION_DELETES:
+                target = referenced_data_file_of(d)
+                if target is not None:
+                    carry.also_remove.add(d.file_key)  # scoped to a file this group removes
+                    carry.remove_files[d.file_key] = d
+                if ch.operation != Operation.REPLACE.value:
+                    # A replace only rewrote deletes the group already applied (Java
+                    # validates overwrite and delete snapshots only); others are carried.
+                    for path in hits:
+                        carry.deletes.setdefault(path, {})[d.file_key] = d
+                continue
+            if ch.operation == Operation.REPLACE.value and d.content is FileContent.POSITION_DELETES:
+                continue
+            return (
+                f"snapshot {ch.snapshot_id} ({ch.operation}) added deletes ({d.file_path}) for "
+                f"{hits[0]}, which this rewrite replaces"
+            )
         return None
 
     @staticmethod
     def _applies_to(
         d: DataFile, rewritten: Mapping[str, DataFile], base: TableMetadata, ignore_equality: bool
-    ) -> str | None:
+    ) -> list[str]:
+        """The rewritten data files ``d`` may apply to."""
         if d.content is FileContent.EQUALITY_DELETES:
             if ignore_equality:
-                return None
+                return []
             spec = base.specs.get(d.spec_id)
             is_global = spec is None or spec.is_unpartitioned
             key = partition_key(d.spec_id, d.partition)
-            for path, f in rewritten.items():
-                if is_global or partition_key(f.spec_id, f.partition) == key:
-                    return path
-            return None
+            return [
+                path
+                for path, f in rewritten.items()
+                if is_global or partition_key(f.spec_id, f.partition) == key
+            ]
         target = referenced_data_file_of(d)
         if target is not None:
-            return target if target in rewritten else None
+            return [target] if target in rewritten else []
         key = partition_key(d.spec_id, d.partition)
-        for path, f in rewritten.items():
-            if partition_key(f.spec_id, f.partition) == key and _bounds_cover(d, path):
-                return path
-        return None
+        return [
+            path
+            for path, f in rewritten.items()
+            if partition_key(f.spec_id, f.partition) == key and _bounds_cover(d, path)
+        ]
 
     def drop_conflicting(self, base: TableMetadata, ctx: CommitContext) -> None:
         parent = base.snapshot_for_ref(self.branch)
+        carries = {g.group_id: _Carry() for g in self.live_groups if g.removed_data and g.added_data}
         for ch in self._concurrent(base, parent, ctx):
             for g in self.live_groups:
-                reason = self._conflict(g, ch, base)
+                reason = self._conflict(g, ch, base, carries.get(g.group_id))
                 if reason is not None:
                     log.info("rewrite group %d dropped: %s", g.group_id, reason)
                     self.failed[g.group_id] = reason
+        for g in self.live_groups:
+            carry = carries.get(g.group_id)
+            if carry is None or carry.is_empty:
+                self.carried.pop(g.group_id, None)
+                continue
+            reason = self._carry_over(g, carry, base, ctx)
+            if reason is not None:
+                log.info("rewrite group %d dropped: %s", g.group_id, reason)
+                self.failed[g.group_id] = reason
         changed = True
         while changed:
             changed = False
@@ -196,13 +263,47 @@ class RewriteFiles(SnapshotProducer):
                     self.failed[g.group_id] = f"needs group {missing[0]}, which was not committed"
                     changed = True
 
+    def _carry_over(
+        self, g: GroupChange, carry: _Carry, base: TableMetadata, ctx: CommitContext
+    ) -> str | None:
+        """Write the deletes ``carry`` found for ``g``'s rewritten rows against its outputs
+        (reused from an earlier attempt when they are the same); the reason when impossible."""
+        previous = self.carried.get(g.group_id)
+        if previous is not None and previous.key == carry.key:
+            carry.result = previous.result
+        elif carry.deletes:
+            if previous is not None and previous.result is not None:
+                # Deletes computed for an earlier attempt's view of the table: superseded.
+                stale = set(previous.result.written)
+                delete_quietly(
+                    ctx.io,
+                    DeletionScope.for_written(base.location, base),
+                    sorted(stale),
+                    "superseded carry-over",
+                )
+                self._carry_written = [p for p in self._carry_written if p not in stale]
+            result = carry_over(
+                ctx.io,
+                base,
+                {p: list(ds.values()) for p, ds in carry.deletes.items()},
+                {f.file_path: f for f in g.removed_data},
+                g.added_data,
+            )
+            if isinstance(result, str):
+                return f"{result}; concurrent deletes could not be carried over"
+            carry.result = result
+            self._carry_written.extend(result.written)
+        self.carried[g.group_id] = carry
+        return None
+
     # -- the action protocol -------------------------------------------------------------------------
     def apply(
         self, base: TableMetadata, ctx: CommitContext
     ) -> tuple[list[TableUpdate], list[TableRequirement]]:
         before = len(self.failed)
+        carried_before = {gid: c.key for gid, c in self.carried.items()}
         self.drop_conflicting(base, ctx)
-        if len(self.failed) != before:
+        if len(self.failed) != before or carried_before != {gid: c.key for gid, c in self.carried.items()}:
             # Tree writers reuse the manifests they wrote for this commit's new files across
             # attempts; with fewer groups those are stale, so start a fresh writer.
             self._tree = None
@@ -213,12 +314,31 @@ class RewriteFiles(SnapshotProducer):
     def changes(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> PendingFiles:
         out = PendingFiles(data_sequence_number=self.data_sequence_number)
         for g in self.live_groups:
+            carry = self.carried.get(g.group_id)
             out.removed_data.extend(g.removed_data)
-            out.removed_deletes.extend(g.removed_deletes)
             out.added_data.extend(g.added_data)
             out.added_deletes.extend(g.added_deletes)
             out.origins.update(g.origins)
+            if carry is None:
+                out.removed_deletes.extend(g.removed_deletes)
+                continue
+            out.removed_deletes.extend(d for d in g.removed_deletes if d.file_key not in carry.unremove)
+            out.removed_deletes.extend(carry.remove_files[k] for k in sorted(carry.also_remove))
+            if carry.result is not None:
+                out.added_deletes.extend(carry.result.added_deletes)
         return out
+
+    def written_files(self) -> Sequence[str]:
+        return (*super().written_files(), *self._carry_written)
+
+    @property
+    def carried_rows(self) -> int:
+        """Rows deleted concurrently that the committed groups carried over to their outputs."""
+        return sum(
+            c.result.rows
+            for gid, c in self.carried.items()
+            if c.result is not None and gid not in self.failed
+        )
 
 
 @dataclass
