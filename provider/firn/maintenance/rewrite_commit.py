@@ -3,20 +3,27 @@
 A rewrite (compaction, DV rewrite) changes no table data, so it must never lose or resurrect a
 row that a concurrent commit wrote or deleted. :class:`RewriteFiles` validates every group
 against the snapshots committed since the rewrite was planned (Java's ``BaseRewriteFiles``
-validation, notes §11) and, unlike Java, drops only the groups that conflict:
+validation, notes §11). Unlike Java, which fails the whole rewrite, it keeps the work:
 
-* a file the group removes was removed concurrently (or a DV / delete file it replaces);
-* a data file the group rewrites gained deletes concurrently: a DV or position delete for it
-  (its rows moved, so those positions would no longer apply), or an equality delete that may
-  apply to it unless the outputs keep the starting data sequence number
-  (``use-starting-sequence-number``: newer equality deletes still apply to them, so Java
-  ignores them here too);
-* a data file the group adds a DV for gained another DV concurrently (one DV per data file),
-  or was removed concurrently (the DV would dangle).
+* a writer's merge-on-read delete (an ``overwrite``/``delete`` snapshot) of rows a compaction
+  group rewrote — a DV or position delete for one of its input files — is **carried over**:
+  the rows are followed to the group's new files and the same deletes are written against
+  them in this ``replace`` snapshot (:mod:`firn.maintenance.delete_carryover`); the writer's
+  DV that replaced one the group removes is removed instead;
+* equality deletes committed meanwhile keep applying to the new files when they keep the
+  starting data sequence number (``use-starting-sequence-number``, as Java);
+* a DV rewrite leaves out the data files a writer gave a new DV meanwhile (that DV already
+  holds every position) or removed, and commits the rest of the group;
+* position deletes that a concurrent ``replace`` added (a delete-file rewrite) are the ones
+  already applied, so they are no conflict (Java validates overwrite and delete only).
 
-A dropped group is reported with its reason and its output files are deleted once the commit
-lands; the remaining groups commit. When no group remains, nothing is committed. Retries of
-the commit loop (another writer won the race) re-run this validation on the refreshed table.
+A group is dropped, with its reason, only when that is impossible: a file it removes was
+removed concurrently (e.g. a writer's copy-on-write delete), an equality delete landed and
+the outputs take a new sequence number, rows a writer deleted cannot be followed (no
+``_row_id``), or a DV target gained another DV that cannot be left out. Its output files are
+deleted once the commit lands; the remaining groups commit. When no group remains, nothing is
+committed. Retries of the commit loop (another writer won the race) re-run this validation on
+the refreshed table.
 """
 
 from __future__ import annotations
@@ -131,6 +138,9 @@ class RewriteFiles(SnapshotProducer):
         # Concurrent deletes carried over to each group's outputs (see ``delete_carryover``):
         # recomputed on every attempt, reused while the deletes to carry stay the same.
         self.carried: dict[int, _Carry] = {}
+        # DV rewrites: data files left out of a group because a writer gave them a new DV.
+        self.released: dict[int, int] = {}
+        self.superseded: list[str] = []
         self._carry_written: list[str] = []
 
     @property
@@ -240,6 +250,8 @@ class RewriteFiles(SnapshotProducer):
         carries = {g.group_id: _Carry() for g in self.live_groups if g.removed_data and g.added_data}
         for ch in self._concurrent(base, parent, ctx):
             for g in self.live_groups:
+                if g.dv_targets and not g.removed_data:
+                    self._release_targets(g, ch)
                 reason = self._conflict(g, ch, base, carries.get(g.group_id))
                 if reason is not None:
                     log.info("rewrite group %d dropped: %s", g.group_id, reason)
@@ -262,6 +274,31 @@ class RewriteFiles(SnapshotProducer):
                 if missing:
                     self.failed[g.group_id] = f"needs group {missing[0]}, which was not committed"
                     changed = True
+
+    def _release_targets(self, g: GroupChange, ch: SnapshotChanges) -> None:
+        """A DV rewrite leaves out the data files a concurrent commit already gave a new DV
+        (a writer's merge-on-read delete merges every earlier position into it) or removed:
+        its DV for them is obsolete, and the rest of the group still applies. Only for data
+        files whose replaced deletes are all scoped to them (a partition-scoped position file
+        still conflicts)."""
+        removed = {f.file_key for f in ch.removed_delete_files}
+        touched: set[str | None] = {d.referenced_data_file for d in ch.added_delete_files if d.is_dv}
+        touched |= {f.file_path for f in ch.removed_data_files}
+        touched |= {referenced_data_file_of(d) for d in g.removed_deletes if d.file_key in removed}
+        release = {t for t in g.dv_targets if t in touched}
+        if not release:
+            return
+        shared = [d for d in g.removed_deletes if referenced_data_file_of(d) not in release]
+        if any(d.file_key in removed for d in shared):
+            return  # a partition-scoped file this group replaces changed: the group conflicts
+        g.removed_deletes = shared
+        g.added_deletes = [d for d in g.added_deletes if d.referenced_data_file not in release]
+        g.dv_targets -= release
+        self.released[g.group_id] = self.released.get(g.group_id, 0) + len(release)
+        if not g.added_deletes:
+            # Nothing of the group's output is referenced any more.
+            self.superseded.extend(g.written)
+            g.written = []
 
     def _carry_over(
         self, g: GroupChange, carry: _Carry, base: TableMetadata, ctx: CommitContext
@@ -302,8 +339,13 @@ class RewriteFiles(SnapshotProducer):
     ) -> tuple[list[TableUpdate], list[TableRequirement]]:
         before = len(self.failed)
         carried_before = {gid: c.key for gid, c in self.carried.items()}
+        released_before = dict(self.released)
         self.drop_conflicting(base, ctx)
-        if len(self.failed) != before or carried_before != {gid: c.key for gid, c in self.carried.items()}:
+        if (
+            len(self.failed) != before
+            or carried_before != {gid: c.key for gid, c in self.carried.items()}
+            or released_before != self.released
+        ):
             # Tree writers reuse the manifests they wrote for this commit's new files across
             # attempts; with fewer groups those are stale, so start a fresh writer.
             self._tree = None
@@ -378,7 +420,7 @@ def commit_groups(
     except ValidationConflict as e:
         return BatchOutcome(None, [], {g.group_id: str(e) for g in groups})
     dropped = [g for g in groups if g.group_id in action.failed]
-    orphans = [p for g in dropped for p in g.written]
+    orphans = [p for g in dropped for p in g.written] + action.superseded
     # Best effort: orphan removal reclaims what is left.
     delete_quietly(
         table.io,
