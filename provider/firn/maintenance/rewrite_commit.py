@@ -390,6 +390,8 @@ class BatchOutcome:
     snapshot_id: int | None
     committed: list[GroupChange]
     failed: dict[int, str]
+    # Rows deleted concurrently that the committed groups carried over to their new files.
+    carried_rows: int = 0
 
 
 def commit_groups(
@@ -433,6 +435,7 @@ def commit_groups(
         snapshot.snapshot_id if snapshot is not None else None,
         action.live_groups if snapshot is not None else [],
         dict(action.failed),
+        action.carried_rows if snapshot is not None else 0,
     )
 
 

@@ -115,6 +115,8 @@ class RewriteDataFilesResult(MaintenanceResult):
     groups_committed: int = 0
     snapshot_ids: tuple[int, ...] = ()
     failed_groups: tuple[FailedGroup, ...] = ()
+    # Rows that writers deleted while the compaction ran, re-stated on its new files (issue 23).
+    carried_delete_rows: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,6 +231,7 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
         snapshot_ids: list[int] = []
         committed: list[GroupChange] = []
         failed_commits = 0
+        carried = 0
         for batch in commit_batches(changes, max_commits):
             outcome = commit_groups(
                 table,
@@ -243,6 +246,7 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
             else:
                 failed_commits += 1
             committed += outcome.committed
+            carried += outcome.carried_rows
             for gid, reason in outcome.failed.items():
                 g = groups[gid]
                 failed.append(
@@ -259,10 +263,15 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
                 f"rewrite_data_files on {self.table}: {failed_commits} commits failed (more than "
                 f"partial-progress.max-failed-commits={max_failed}); committed snapshots: {snapshot_ids}"
             )
-        return self._result(committed, failed, snapshot_ids, dangling)
+        return self._result(committed, failed, snapshot_ids, dangling, carried)
 
     def _result(
-        self, committed: list[GroupChange], failed: list[FailedGroup], snapshot_ids: list[int], dangling: int
+        self,
+        committed: list[GroupChange],
+        failed: list[FailedGroup],
+        snapshot_ids: list[int],
+        dangling: int,
+        carried: int = 0,
     ) -> RewriteDataFilesResult:
         groups = {g.group_id: g for g in self.groups}
         return RewriteDataFilesResult(
@@ -279,6 +288,7 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
             groups_committed=len(committed),
             snapshot_ids=tuple(snapshot_ids),
             failed_groups=tuple(failed),
+            carried_delete_rows=carried,
             skipped=(
                 *self.skipped,
                 *(Skipped(item=f"group {f.group_id} ({f.partition})", reason=f.reason) for f in failed),

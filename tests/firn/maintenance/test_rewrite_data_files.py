@@ -292,6 +292,7 @@ def test_a_concurrent_delete_is_carried_over_to_the_new_files(
         .execute(t, runner)
     )
     assert result.failed_groups == () and result.groups_committed == 4
+    assert result.carried_delete_rows == 2
     t.refresh()
     assert ids(t) == [i for i in range(80) if i not in (5, 41)]
     us = [task for task in t.scan().plan_files() if task.file.partition == ("us",)]
