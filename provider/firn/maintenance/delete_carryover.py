@@ -10,15 +10,15 @@ The row mapping:
 
 * v3+ (spec "Row Lineage"): every row keeps its ``_row_id`` through the rewrite, so a deleted
   input row is the output row with the same ``_row_id``.
-* v2: no row identity is stored, so a deleted input row is matched to an output row with the
-  same values in every column, each output row used once. Rows with equal values are
-  interchangeable in a table (a multiset of rows), so deleting any one of them deletes "that"
-  row. A v2 position delete holds only positions that were live when it was written, so
-  each one is a live row of the input (rows deleted earlier were not rewritten and match
-  nothing, which is also true for v3 DVs that repeat earlier positions).
+* v2, and rows written before a table was upgraded (no ``_row_id``): no row identity is
+  stored, so a deleted input row is matched to an output row with the same values in every
+  column, each output row used once. Rows with equal values are interchangeable in a table
+  (a multiset of rows), so deleting any one of them deletes "that" row.
 
-When the mapping cannot be made (rows without a ``_row_id``, an output that cannot be read),
-the caller drops the group with the reason, as before.
+Either way only positions that were live when the group was rewritten count: the positions
+of the deletes the rewrite applied are left out (a v3 DV repeats every earlier position).
+When the mapping cannot be made (an input or output that cannot be read), the caller drops
+the group with the reason.
 """
 
 from __future__ import annotations
@@ -82,9 +82,12 @@ def carry_over(
     deletes: Mapping[str, Sequence[DataFile]],
     rewritten: Mapping[str, DataFile],
     outputs: Sequence[DataFile],
+    applied: Mapping[str, Sequence[DataFile]] | None = None,
 ) -> CarriedDeletes | str:
     """Re-state ``deletes`` (delete files by the rewritten data file they apply to) on
-    ``outputs``; returns the written delete files, or why it cannot be done."""
+    ``outputs``; returns the written delete files, or why it cannot be done. ``applied``: the
+    delete files the rewrite already applied to each input (their positions are left out: a
+    DV repeats every earlier position, and those rows were not rewritten)."""
     lineage = md.tracks_row_lineage
     plan = _plan(md, lineage)
     wanted: list[pa.Table] = []
@@ -98,12 +101,18 @@ def carry_over(
         except FirnError as e:
             return f"cannot read {path} to carry its concurrent deletes over: {e}"
         mask = positions.deleted_mask(rows.num_rows)
+        earlier = load_positions(io, source, (applied or {}).get(path, ()))
+        if earlier is not None:
+            mask &= ~earlier.deleted_mask(rows.num_rows)
         wanted.append(rows.filter(pa.array(mask)).drop_columns(["_pos"]))
     if not wanted:
         return CarriedDeletes((), 0)
     targets = pa.concat_tables(wanted)
     if lineage and targets.column("_row_id").null_count:
-        return "rows deleted concurrently have no _row_id (row lineage), so they cannot be followed"
+        # Rows written before row lineage (a table upgraded from v2): follow them by value.
+        lineage = False
+        plan = _plan(md, lineage)
+        targets = targets.drop_columns(["_row_id"])
     found: list[tuple[DataFile, PositionBitmap]] = []
     carried = 0
     if lineage:

@@ -19,8 +19,8 @@ validation, notes §11). Unlike Java, which fails the whole rewrite, it keeps th
 
 A group is dropped, with its reason, only when that is impossible: a file it removes was
 removed concurrently (e.g. a writer's copy-on-write delete), an equality delete landed and
-the outputs take a new sequence number, rows a writer deleted cannot be followed (no
-``_row_id``), or a DV target gained another DV that cannot be left out. Its output files are
+the outputs take a new sequence number, the rows a writer deleted cannot be read to follow
+them, or a DV target gained another DV that cannot be left out. Its output files are
 deleted once the commit lands; the remaining groups commit. When no group remains, nothing is
 committed. Retries of the commit loop (another writer won the race) re-run this validation on
 the refreshed table.
@@ -71,6 +71,8 @@ class GroupChange:
     # Groups that must commit for this one to be valid (e.g. removing a partition-scoped
     # position delete file needs the DVs that took over its positions).
     depends_on: set[int] = field(default_factory=set)
+    # Compaction: the delete files applied to each rewritten data file when it was read.
+    applied_deletes: dict[str, list[DataFile]] = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:
@@ -325,6 +327,7 @@ class RewriteFiles(SnapshotProducer):
                 {p: list(ds.values()) for p, ds in carry.deletes.items()},
                 {f.file_path: f for f in g.removed_data},
                 g.added_data,
+                g.applied_deletes,
             )
             if isinstance(result, str):
                 return f"{result}; concurrent deletes could not be carried over"

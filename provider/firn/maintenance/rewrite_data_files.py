@@ -297,11 +297,12 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
 
 
 def _group_change(g: FileGroup, result: UnitResult) -> GroupChange:
-    removed_data, removed_deletes, origins = [], {}, {}
+    removed_data, removed_deletes, origins, applied = [], {}, {}, {}
     for gf in g.files:
         f = gf.data_file()
         removed_data.append(f)
         deletes = gf.delete_files()
+        applied[f.file_path] = deletes
         for i in gf.file_scoped:
             d = deletes[i]
             removed_deletes[(d.file_path, d.content_offset)] = d
@@ -315,6 +316,7 @@ def _group_change(g: FileGroup, result: UnitResult) -> GroupChange:
         added_data=added,
         origins=origins,
         written=[f.file_path for f in added],
+        applied_deletes=applied,
     )
 
 

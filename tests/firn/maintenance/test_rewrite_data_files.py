@@ -307,29 +307,24 @@ def test_a_concurrent_delete_is_carried_over_to_the_new_files(
         assert us[0].delete_files[0].referenced_data_file == us[0].file.file_path
 
 
-@pytest.mark.parametrize("partial", [False, True])
-def test_a_concurrent_dv_without_row_lineage_fails_that_group_with_the_reason(
-    sqlite_catalog: SqlCatalog, tmp_path: Path, partial: bool
-) -> None:
-    """A V4 table upgraded from v2 holds rows written before row lineage: the rows a DV names
-    cannot be followed to the new files, so that group is dropped, saying why."""
+def test_rows_without_row_lineage_are_followed_by_value(sqlite_catalog: SqlCatalog, tmp_path: Path) -> None:
+    """A V4 table upgraded from v2 holds rows written before row lineage (no _row_id): the
+    rows a writer's DV names are followed to the new files by their values. That DV repeats
+    the file's earlier delete of a row that has a live twin: only the new position is
+    carried, so the twin stays."""
     t = make_table(sqlite_catalog, "4u", properties=MOR)
-    fill(t, "4u", appends=4, rows=20)
+    fill(t, "4u", appends=4, rows=20)  # appends 0 and 1 before the upgrade: no _row_id
+    t.append(t.scan(filter="id = 1").to_arrow().select(t.schema().column_names))  # the twin
+    where = t.scan(filter="id = 1", columns=["_file", "_pos", "_row_id"]).to_arrow().to_pylist()
+    original = next(r for r in where if r["_row_id"] is None)
+    t.row_delta().delete_rows_at(original["_file"], [original["_pos"]]).commit()  # the twin lives
+    assert ids(t).count(1) == 1
     writer = make_sqlite_catalog(tmp_path, name="test").load_table("db.events")
-    runner = HookRunner(lambda: writer.delete("id = 5"))
-    result = (
-        t.maintenance.rewrite_data_files(min_input_files=2, partial_progress_enabled=partial)
-        .plan()
-        .execute(t, runner)
-    )
-    assert [g.partition for g in result.failed_groups] == ["region=us"]
-    assert "could not be carried over" in result.failed_groups[0].reason
-    assert result.failed_data_files_count == 4 and result.groups_committed == 3
+    runner = HookRunner(lambda: writer.delete("id = 5"))  # position 1 of that file
+    result = t.maintenance.rewrite_data_files(min_input_files=2).plan().execute(t, runner)
+    assert result.failed_groups == () and result.carried_delete_rows == 1
     t.refresh()
-    assert ids(t) == [i for i in range(80) if i != 5]
-    us = [f for f in data_files(t) if f.partition == ("us",)]
-    assert len(us) == 4  # untouched, with the concurrent DV
-    assert len(delete_files(t)) == 1
+    assert ids(t) == sorted([*(i for i in range(80) if i != 5)])  # id 1 once: the twin
 
 
 def test_a_concurrent_removal_of_a_rewritten_file_fails_that_group(
