@@ -426,6 +426,10 @@ def commit_groups(
         return BatchOutcome(None, [], {g.group_id: str(e) for g in groups})
     dropped = [g for g in groups if g.group_id in action.failed]
     orphans = [p for g in dropped for p in g.written] + action.superseded
+    for g in dropped:  # deletes written to carry over to a group that then did not commit
+        carry = action.carried.get(g.group_id)
+        if carry is not None and carry.result is not None:
+            orphans += carry.result.written
     # Best effort: orphan removal reclaims what is left.
     delete_quietly(
         table.io,
