@@ -14,7 +14,9 @@ rows (deletes applied) with ``_pos`` and evaluates the predicate:
   partition; v3 row lineage kept) and the driver commits one ``overwrite`` replacing the files.
 
 Commits validate against concurrent changes since the planned snapshot with the table's
-``write.delete.isolation-level`` (as ``table.delete`` does).
+``write.delete.isolation-level`` (as ``table.delete`` does). When the only conflicts are
+concurrent ``replace`` commits (a compaction moved the matched rows), the delete is planned
+and run again on the refreshed table (``firn.core.actions.replan``) instead of failing.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 Data files are written before the commit (once, not per retry); the returned action then
 commits them and reports them through ``written_files`` so a failed commit can delete them. Row-level deletes plan against the branch's current snapshot and record it, so that
-concurrent commits are validated per the isolation level (``actions.overwrite``).
+concurrent commits are validated per the isolation level (``actions.overwrite``); ``delete``
+and ``overwrite`` plan again when the only conflicts are concurrent rewrites
+(``actions.replan``).
 """
 
 from __future__ import annotations
