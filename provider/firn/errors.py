@@ -53,8 +53,8 @@ class RewrittenConcurrently(ValidationConflict):
     manifest rewrites, root flushes) that moved rows this change planned against.
 
     They changed no rows, so a change that can plan again (``delete``, ``overwrite``,
-    ``upsert``, ``firn.spark.delete``) does so on the refreshed table instead of failing; one
-    that cannot (explicit positions) reports this with the reason."""
+    ``upsert``, ``firn.spark.delete``; explicit positions followed by ``_row_id``) does so on
+    the refreshed table instead of failing; one that cannot reports this with the reason."""
 
 
 class StalePlan(ValidationConflict):
