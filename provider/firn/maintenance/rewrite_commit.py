@@ -44,6 +44,7 @@ from firn.deletes.writers import referenced_data_file_of
 from firn.errors import CommitStateUnknown, FirnError, ValidationConflict
 from firn.io.deletion import delete_quietly
 from firn.maintenance.delete_carryover import CarriedDeletes, carry_over
+from firn.spec import summary as S
 from firn.spec.content import DataFile, FileContent
 from firn.spec.deletion_scope import DeletionScope
 from firn.spec.field_ids import DELETE_FILE_PATH_ID
@@ -354,6 +355,11 @@ class RewriteFiles(SnapshotProducer):
             self._tree = None
         if not any(not g.is_empty for g in self.live_groups):
             return [], []
+        if S.MAINTENANCE_RUN_ID in self.snapshot_properties:
+            # Which groups this commit lands, for a re-run of the same plan to skip.
+            self.snapshot_properties[S.MAINTENANCE_RUN_GROUPS] = ",".join(
+                str(g.group_id) for g in self.live_groups
+            )
         return super().apply(base, ctx)
 
     def changes(self, base: TableMetadata, parent: Snapshot | None, ctx: CommitContext) -> PendingFiles:
@@ -446,4 +452,18 @@ def commit_groups(
     )
 
 
-__all__ = ["BatchOutcome", "GroupChange", "RewriteFiles", "commit_groups"]
+def groups_committed_by(metadata: TableMetadata, branch: str, since: int | None, run_id: str) -> set[int]:
+    """The file groups that commits of run ``run_id`` landed on ``branch`` after snapshot
+    ``since`` (the snapshot the run planned on)."""
+    head = metadata.snapshot_for_ref(branch)
+    done: set[int] = set()
+    for snap in metadata.ancestors_of(head.snapshot_id if head is not None else None):
+        if snap.snapshot_id == since:
+            break
+        props = snap.summary.properties
+        if props.get(S.MAINTENANCE_RUN_ID) == run_id:
+            done |= {int(g) for g in props.get(S.MAINTENANCE_RUN_GROUPS, "").split(",") if g}
+    return done
+
+
+__all__ = ["BatchOutcome", "GroupChange", "RewriteFiles", "commit_groups", "groups_committed_by"]
