@@ -181,10 +181,11 @@ class RewriteFiles(SnapshotProducer):
             carry.also_remove -= removed  # superseded again (e.g. a DV merged into a newer one)
         mine = {f.file_key: f for f in (*g.removed_data, *g.removed_deletes)}
         gone = set(mine) & removed
-        if carry is not None and ch.operation != Operation.REPLACE.value:
-            # A writer's merge-on-read delete replaced a DV (or file-scoped delete) of a file
-            # this group rewrites with a new one holding the old positions too: the group no
-            # longer removes the old one; the new one is carried over below.
+        if carry is not None:
+            # A writer's merge-on-read delete (or a DV rewrite) replaced a DV or file-scoped
+            # delete of a file this group rewrites with a new one holding the old positions
+            # too: the group no longer removes the old one, but the new one (below), carrying
+            # over what it adds.
             swappable = {k for k in gone if k in mine and referenced_data_file_of(mine[k]) in rewritten}
             carry.unremove |= swappable
             gone -= swappable

@@ -510,3 +510,31 @@ def test_batch_reads_are_used_only_where_they_read_the_same_rows(sqlite_catalog:
     v3 = make_table(sqlite_catalog, "3", name="v3")
     fill(v3, "3", appends=2, rows=10)
     assert _batch_read(v3.io, v3.metadata, list(v3.scan().plan_files())) is None  # lineage by position
+
+
+def test_a_dv_rewrite_between_units_and_commit_keeps_the_compaction(
+    sqlite_catalog: SqlCatalog, tmp_path: Path
+) -> None:
+    """A DV rewrite that replaced the DVs of files being compacted (same positions, new Puffin
+    file) is no conflict: the compaction removes the new DVs instead of the old ones. (The
+    maintenance lease keeps two runs apart; the DV rewrite commits here without it.)"""
+    from firn.maintenance.runner import LocalRunner, local_io
+
+    t = make_table(sqlite_catalog, "3", properties=MOR)
+    fill(t, "3", appends=4, rows=20)
+    for victim in (5, 9, 41):  # region "us"
+        t.delete(f"id = {victim}")
+
+    def rewrite_dvs() -> None:
+        other = make_sqlite_catalog(tmp_path, name="test").load_table("db.events")
+        plan = other.maintenance.rewrite_deletion_vectors(rewrite_all=True, min_input_files=1).plan()
+        with local_io(other.io) as ref:
+            results = LocalRunner(1).map(plan.unit_function(), plan.units(other, ref))  # type: ignore[arg-type]
+        assert plan.commit(other, results).snapshot_id is not None
+
+    result = t.maintenance.rewrite_data_files(min_input_files=2).plan().execute(t, HookRunner(rewrite_dvs))
+    assert result.failed_groups == () and result.groups_committed == 4
+    assert result.carried_delete_rows == 0  # nothing new was deleted
+    t.refresh()
+    assert ids(t) == [i for i in range(80) if i not in (5, 9, 41)]
+    assert delete_files(t) == set()  # the rewritten DVs went with their data files
