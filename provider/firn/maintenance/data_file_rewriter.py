@@ -23,20 +23,25 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.dataset as ds
 
 from firn.core.planning import FileScanTask
 from firn.core.reader import ReadPlan, read_tasks
 from firn.core.writer import LINEAGE_FIELDS, write_data_files
+from firn.deletes.apply import load_positions
+from firn.deletes.bitmap import PositionBitmap
 from firn.errors import FirnError, Unsupported, ValidationError
+from firn.expressions import AlwaysTrue
 from firn.io.arrow_schema import field_id_of, schema_to_arrow
 from firn.io.base import FileIO
 from firn.io.deletion import delete_quietly
 from firn.maintenance.rewrite_planning import FileGroup
 from firn.maintenance.runner import UnitContext, UnitResult, WorkUnit, execute_unit
 from firn.maintenance.serde import from_jsonable
-from firn.spec.content import DataFile, FileFormat
+from firn.spec.content import DataFile, FileContent, FileFormat
 from firn.spec.content_json import data_file_to_json
 from firn.spec.deletion_scope import DeletionScope
 from firn.spec.name_mapping import parse_name_mapping
@@ -177,22 +182,49 @@ def _same_field(a: pa.Field, b: pa.Field) -> bool:
     return bool(ta == tb)
 
 
-def _batch_read(io: FileIO, md: TableMetadata, tasks: Sequence[FileScanTask]) -> pa.Table | None:
-    """Files with no deletes, written with exactly the current schema (names, field ids and
-    types), read as one pyarrow dataset: C++ threads decode many small files at once, several
-    times faster than opening them one by one. None when that is not possible here (other
-    files go through the reader): on v3+, where rows carry lineage by position, for a FileIO
-    that is not pyarrow's, or when a file's layout differs (a renamed or added column...)."""
+def _fast_candidate(task: FileScanTask) -> bool:
+    """A Parquet file whose deletes are only positions (DVs or position files), read whole."""
+    if task.file.file_format is not FileFormat.PARQUET:
+        return False
+    if task.residual is not None and not isinstance(task.residual, AlwaysTrue):
+        return False
+    return all(d.content is FileContent.POSITION_DELETES for d in task.delete_files)
+
+
+def _batch_read(
+    io: FileIO, md: TableMetadata, tasks: Sequence[FileScanTask], plan: ReadPlan
+) -> tuple[pa.Table | None, list[FileScanTask]]:
+    """The live rows of the files of ``tasks`` written with exactly the current schema (names,
+    field ids and types; no stored lineage columns) and with only positional deletes, read as
+    one pyarrow dataset (C++ threads decode many small files at once, several times faster
+    than opening them one by one), in ``plan``'s output schema; and the tasks left for the
+    reader (other layouts, equality deletes, a FileIO that is not pyarrow's...).
+
+    Positions are row indexes within each file: Arrow's ``ToTable`` assembles batches by
+    fragment and batch index, so the table holds the files in the order given, each file's
+    rows in file order. Deleted positions are masked out with one mask over the whole table,
+    and on v3+ the inherited ``_row_id`` (``first_row_id`` + position) and
+    ``_last_updated_sequence_number`` (the data sequence number) are made explicit, as the
+    reader does for a file that stores neither (spec "Row Lineage")."""
     locate = getattr(io, "arrow_filesystem", None)
-    if md.tracks_row_lineage or locate is None or not tasks:
-        return None
-    if any(t.file.file_format is not FileFormat.PARQUET for t in tasks):
-        return None
-    located = [locate(t.file.file_path) for t in tasks]
+    candidates = [t for t in tasks if _fast_candidate(t)]
+    if locate is None or not candidates:
+        return None, list(tasks)
+    located = [locate(t.file.file_path) for t in candidates]
     fs = located[0][0]
     if any(f is not fs for f, _ in located):
-        return None
+        return None, list(tasks)
     expected = schema_to_arrow(md.schema())
+
+    def inspect(i: int) -> tuple[bool, PositionBitmap | None]:
+        # Reading footers and DVs releases the GIL: a few threads check many small files faster.
+        fragment, task = fragments[i], candidates[i]
+        physical = fragment.physical_schema
+        same = len(physical) == len(expected) and all(map(_same_field, physical, expected))
+        if not same or fragment.metadata.num_rows != task.file.record_count:
+            return False, None
+        return True, load_positions(io, task.file, task.delete_files) if task.delete_files else None
+
     try:
         # Page CRCs are verified as on the per-file path; a damaged file fails this fast path
         # and the per-file reader below then names it.
@@ -201,28 +233,69 @@ def _batch_read(io: FileIO, md: TableMetadata, tasks: Sequence[FileScanTask]) ->
         )
         dataset = ds.dataset([p for _, p in located], format=parquet, filesystem=fs)
         fragments = list(dataset.get_fragments())
-        # Reading the footers releases the GIL: a few threads check many small files faster.
         with ThreadPoolExecutor(max_workers=min(4, len(fragments))) as pool:
-            schemas = list(pool.map(lambda f: f.physical_schema, fragments))
-        for physical in schemas:
-            if len(physical) != len(expected) or not all(map(_same_field, physical, expected)):
-                return None
+            checked = list(pool.map(inspect, range(len(fragments))))
+        chosen = [i for i, (ok, _) in enumerate(checked) if ok]
+        if not chosen:
+            return None, list(tasks)
+        if len(chosen) < len(fragments):
+            # The fragments keep the footers already read.
+            dataset = ds.FileSystemDataset(
+                [fragments[i] for i in chosen], dataset.schema, parquet, filesystem=fs
+            )
         table = dataset.to_table()
     except (pa.ArrowException, OSError):
-        return None  # the reader will say what is wrong with which file
-    if table.num_rows != sum(t.file.record_count for t in tasks):
-        return None
-    return table
+        return None, list(tasks)  # the reader will say what is wrong with which file
+    fast = [candidates[i] for i in chosen]
+    counts = [t.file.record_count for t in fast]
+    if table.num_rows != sum(counts):
+        return None, list(tasks)
+    fast_ids = {id(t) for t in fast}
+    rest = [t for t in tasks if id(t) not in fast_ids]
+    starts = np.cumsum([0, *counts])
+    keep: npt.NDArray[np.bool_] | None = None
+    for n, i in enumerate(chosen):
+        positions = checked[i][1]
+        if positions:
+            if keep is None:
+                keep = np.ones(table.num_rows, dtype=np.bool_)
+            keep[starts[n] : starts[n + 1]] &= ~positions.deleted_mask(counts[n])
+    if plan.metadata_columns:
+        table = _with_inherited_lineage(table, fast, starts)
+    if keep is not None:
+        table = table.filter(pa.array(keep))
+    return table.select(list(plan.output_order)).cast(plan.output_schema), rest
+
+
+def _with_inherited_lineage(
+    table: pa.Table, tasks: Sequence[FileScanTask], starts: npt.NDArray[np.int64]
+) -> pa.Table:
+    """``table`` with ``_row_id`` and ``_last_updated_sequence_number`` of files that store
+    neither: ``first_row_id`` + position and the data sequence number, or null for a file
+    without a ``first_row_id`` (spec "Row Lineage")."""
+    total = table.num_rows
+    row_ids = np.zeros(total, dtype=np.int64)
+    seqs = np.zeros(total, dtype=np.int64)
+    null = np.zeros(total, dtype=np.bool_)
+    for n, task in enumerate(tasks):
+        lo, hi = int(starts[n]), int(starts[n + 1])
+        first = task.file.first_row_id
+        if first is None:
+            null[lo:hi] = True
+        else:
+            row_ids[lo:hi] = np.arange(first, first + hi - lo, dtype=np.int64)
+            seqs[lo:hi] = task.data_sequence_number
+    mask = null if null.any() else None
+    table = table.append_column("_row_id", pa.array(row_ids, mask=mask))
+    return table.append_column("_last_updated_sequence_number", pa.array(seqs, mask=mask))
 
 
 def _read(io: FileIO, md: TableMetadata, tasks: Sequence[FileScanTask], plan: ReadPlan) -> pa.Table:
     """The live rows of ``tasks`` (deletes applied), in ``plan``'s output schema."""
-    plain = [t for t in tasks if not t.delete_files]
-    fast = _batch_read(io, md, plain) if plain else None
-    rest = [t for t in tasks if t.delete_files] if fast is not None else list(tasks)
+    fast, rest = _batch_read(io, md, tasks, plan)
     parts: list[pa.Table] = []
     if fast is not None and fast.num_rows:
-        parts.append(fast.cast(plan.output_schema))
+        parts.append(fast)
     batches = list(read_tasks(io, rest, plan)) if rest else []
     if batches:
         parts.append(pa.Table.from_batches(batches, schema=plan.output_schema))
