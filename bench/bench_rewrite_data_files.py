@@ -21,6 +21,9 @@ compactor pays. Both sides alternate, who goes first swapping every round; media
 (``time.process_time``: the machine is shared, and other processes move wall time far more).
 The bare copy does not apply the DVs: it is the floor of reading and writing the files.
 
+The work units alone (read with deletes applied, write; as the local runner runs them, one
+thread per group, without planning or commit) are timed as a third side, for context.
+
 Also printed, the fixed cost per input file, measured on the same files one by one (medians
 over the files of each round, then over rounds): opening a file and reading its footer
 (``pq.ParquetFile(...).metadata``), loading its DV (``firn.deletes.apply.load_positions``:
@@ -41,6 +44,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -168,6 +172,8 @@ def main() -> int:
         plan_times: list[float] = []
         bare_times: list[float] = []
         bare_cpu: list[float] = []
+        unit_times: list[float] = []
+        unit_cpu: list[float] = []
         costs: list[tuple[float, float, float]] = []
         outputs = 0
 
@@ -187,6 +193,39 @@ def main() -> int:
                 ms_.rollback_to(start_snapshot)
             return total, cpu, seconds
 
+        unit_plan = table.maintenance.rewrite_data_files().plan()
+
+        def units_side() -> tuple[float, float, float]:
+            # The work units alone, as the local runner runs them (one thread per group):
+            # read with deletes applied and write; no planning, no commit.
+            from firn.maintenance.data_file_rewriter import rewrite_group
+
+            md = table.metadata
+
+            def one(group: object) -> int:
+                files, rows = rewrite_group(
+                    table.io,
+                    md,
+                    group,  # type: ignore[arg-type]
+                    output_spec_id=unit_plan.output_spec_id,
+                    sort_order=None,
+                    target_file_size_bytes=unit_plan.target_file_size_bytes,
+                )
+                for f in files:
+                    Path(f.file_path.removeprefix("file://")).unlink()
+                return rows
+
+            rows = 0
+
+            def run_it() -> None:
+                nonlocal rows
+                with ThreadPoolExecutor(max_workers=len(unit_plan.groups)) as pool:
+                    rows = sum(pool.map(one, unit_plan.groups))
+
+            wall, cpu = timed_cpu(run_it)
+            assert rows == live_rows, (rows, live_rows)
+            return wall, cpu, 0.0
+
         def bare_side() -> tuple[float, float, float]:
             rows = 0
 
@@ -199,13 +238,15 @@ def main() -> int:
             return bare, cpu, 0.0
 
         for run in range(args.runs + 1):  # the first round warms caches and is not counted
-            took = {side: side() for side in round_order([firn_side, bare_side], run)}
+            took = {side: side() for side in round_order([firn_side, bare_side, units_side], run)}
             if run:
                 firn_times.append(took[firn_side][0])
                 firn_cpu.append(took[firn_side][1])
                 plan_times.append(took[firn_side][2])
                 bare_times.append(took[bare_side][0])
                 bare_cpu.append(took[bare_side][1])
+                unit_times.append(took[units_side][0])
+                unit_cpu.append(took[units_side][1])
                 costs.append(per_file_costs(table, tasks))
 
         firn_s, bare_s = median(firn_times), median(bare_times)
@@ -217,6 +258,12 @@ def main() -> int:
             f"   CPU {ms(median(firn_cpu))}"
         )
         print(f"     of which planning (.plan()):  {ms(median(plan_times)):>10}")
+        unit_s = median(unit_times)
+        print(
+            f"  Firn work units alone:            {ms(unit_s):>10}  {total_rows / unit_s:>12,.0f} rows/s"
+            f"   CPU {ms(median(unit_cpu))}   (no planning, no commit; ratio to the bare copy "
+            f"{bare_s / unit_s:.2f}x wall, {median(bare_cpu) / median(unit_cpu):.2f}x CPU: context)"
+        )
         print(
             f"  bare pyarrow read+write:          {ms(bare_s):>10}  {bare_rate:>12,.0f} rows/s"
             f"   CPU {ms(median(bare_cpu))}"
