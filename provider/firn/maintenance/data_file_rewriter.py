@@ -239,9 +239,10 @@ def _batch_read(
         if not chosen:
             return None, list(tasks)
         if len(chosen) < len(fragments):
-            # The fragments keep the footers already read.
+            # The fragments keep the footers already read. The schema is a chosen file's: the
+            # dataset's is the first file's, which may be one left to the reader.
             dataset = ds.FileSystemDataset(
-                [fragments[i] for i in chosen], dataset.schema, parquet, filesystem=fs
+                [fragments[i] for i in chosen], fragments[chosen[0]].physical_schema, parquet, filesystem=fs
             )
         table = dataset.to_table()
     except (pa.ArrowException, OSError):
