@@ -29,7 +29,6 @@ the table's lease (the message names its holder, operation and expiry).
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import sys
@@ -55,10 +54,13 @@ from firn.catalog import load_catalog
 from firn.catalog.base import Catalog, to_identifier
 from firn.errors import FirnError, LeaseHeld, NotFound, Unsupported, ValidationError
 from firn.maintenance.operations import SHORT_NAMES, method_name, resolve
+from firn.maintenance.present import health_rows, recommendation_lines
 from firn.maintenance.recommend import Recommendation
+from firn.maintenance.remove_orphan_files import DRY_RUN_HINT_CLI, DRY_RUN_HINT_PYTHON
 from firn.maintenance.runner import LocalRunner
 from firn.spec import summary as S
 from firn.table.table import Table
+from firn.util import present
 from firn.util.secrets import is_secret_key, mask_secrets
 
 CATALOG_ENV = "FIRN_CATALOG_URI"
@@ -227,15 +229,13 @@ def _console(err: bool = False) -> Console:
 
 
 def _ts(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="seconds")
+    return present.timestamp(ms)
 
 
 def _kv_table(title: str, rows: Mapping[str, Any]) -> RichTable:
     t = RichTable(title=title, show_header=False, title_justify="left")
-    t.add_column("key", style="bold")
-    t.add_column("value")
+    t.add_column("key", style="bold", overflow="fold")
+    t.add_column("value", overflow="fold")  # ids and paths are folded, never cut
     for k, v in rows.items():
         counted = isinstance(v, int) and not isinstance(v, bool) and not k.endswith("_id")
         t.add_row(k, "-" if v is None else (f"{v:,}" if counted else str(v)))
@@ -372,7 +372,9 @@ def table_snapshots(name: str, limit: int | None, **common: Any) -> None:
     if s.json:
         _echo_json(rows)
         return
-    out = RichTable("snapshot", "parent", "committed", "operation", "data files", "records", title=t.name)
+    out = RichTable(title=t.name)
+    for head in ("snapshot", "parent", "committed", "operation", "data files", "records"):
+        out.add_column(head, overflow="fold")
     for r in rows:
         summary = r["summary"]
         out.add_row(
@@ -414,7 +416,9 @@ def table_files(name: str, limit: int, **common: Any) -> None:
     if s.json:
         _echo_json({"files": total, "shown": rows})
         return
-    out = RichTable("path", "format", "records", "bytes", "deletes", title=f"{t.name}: {total:,} data files")
+    out = RichTable(title=f"{t.name}: {total:,} data files")
+    for head in ("path", "format", "records", "bytes", "deletes"):
+        out.add_column(head, overflow="fold")
     for r in rows:
         out.add_row(r["path"], r["format"], f"{r['records']:,}", f"{r['size']:,}", str(r["delete_files"]))
     _console().print(out)
@@ -433,11 +437,7 @@ def table_health_cmd(name: str, **common: Any) -> None:
     if s.json:
         click.echo(health.to_json())
         return
-    rows = health.to_dict()
-    for key in ("measured_at_ms", "last_commit_ms"):
-        rows[key] = _ts(rows[key])
-    rows["delete_ratio"] = f"{health.delete_ratio:.4f}"
-    _console().print(_kv_table(f"health of {health.table}", rows))
+    _console().print(_kv_table(f"health of {health.table}", dict(health_rows(health))))
 
 
 # -- firn maintain ...
@@ -480,6 +480,11 @@ def _progress_enabled(flag: bool | None) -> bool:
     return flag if flag is not None else sys.stderr.isatty()
 
 
+def _in_cli_syntax(text: str) -> str:
+    """A library message with the CLI's spelling of the option it names."""
+    return text.replace(DRY_RUN_HINT_PYTHON, DRY_RUN_HINT_CLI)
+
+
 def _run(
     table: Table, operation: str, options: dict[str, Any], dry_run: bool, s: Settings, progress: bool | None
 ) -> None:
@@ -487,7 +492,7 @@ def _run(
     op = resolve(table.maintenance, operation, table.format_version, options)
     if dry_run:
         plan = op.plan()
-        click.echo(plan.to_json() if s.json else str(plan))
+        click.echo(plan.to_json() if s.json else _in_cli_syntax(str(plan)))
         return
     with _ProgressDisplay(f"{method} on {table.name}", _progress_enabled(progress)) as display:
         result = op.run(runner=LocalRunner(progress=display))
@@ -553,23 +558,11 @@ for _short, _method in SHORT_NAMES.items():
 
 
 def _print_recommendations(name: str, recs: list[Recommendation]) -> None:
-    out = RichTable(title=f"recommended for {name}", title_justify="left")
-    out.add_column("#")
-    out.add_column("operation", no_wrap=True)
-    for head in ("options", "files removed", "bytes", "entries saved"):
-        out.add_column(head, no_wrap=True)
-    for i, r in enumerate(recs, 1):
-        e = r.estimate
-        out.add_row(
-            str(i),
-            r.operation,
-            json.dumps(r.options) if r.options else "",
-            *("?" if v is None else f"{v:,}" for v in (e.files_removed, e.bytes, e.planning_entries_saved)),
-        )
-    console = _console()
-    console.print(out)
-    for i, r in enumerate(recs, 1):
-        console.print(f"{i}. {r.operation}: {r.reason}", highlight=False)
+    """Numbered paragraphs, options in this CLI's syntax (``-o key=value``), so each line can
+    be pasted after ``firn maintain <operation> TABLE``."""
+    click.echo(f"recommended for {name}:")
+    for line in recommendation_lines(recs, "cli"):
+        click.echo(line)
 
 
 @maintain.command("recommend")

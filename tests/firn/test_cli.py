@@ -106,7 +106,13 @@ def test_table_commands(uri: str) -> None:
 
     health = json.loads(firn("table", "health", "db.v4", "--catalog", uri, "--json").stdout)
     assert health["data_files"] == 3 and health["root_data_files"] == 3
-    assert "root_entries" in firn("table", "health", "db.v4", "--catalog", uri).stdout
+    human = firn("table", "health", "db.v4", "--catalog", uri).stdout
+    # One presentation (firn.maintenance.present): labels without units, times 24-hour UTC,
+    # the snapshot id whole.
+    assert "root entries" in human and "_ms" not in human and " UTC" in human
+    assert str(health["snapshot_id"]) in human.replace("\n", "").replace("│", "").replace(" ", "")
+    narrow = firn("table", "snapshots", "db.v4", "--catalog", uri, env={"COLUMNS": "40"}).stdout
+    assert "…" not in narrow  # ids folded, never cut
 
 
 def test_catalog_from_the_group_or_the_environment(uri: str) -> None:
@@ -292,7 +298,8 @@ def test_recommend_and_run_the_recommendations(uri: str, catalog: SqlCatalog) ->
         "reason"
     ]
     human = firn("maintain", "recommend", "db.v4", "--catalog", uri)
-    assert "flush_root" in human.stdout and "1. flush_root: the root holds 3 data files" in human.stdout
+    assert "1. flush_root\n   why: the root holds 3 data files" in human.stdout
+    assert "gain: It rewrites or deletes up to 3" in human.stdout and "KiB" in human.stdout
     ran = json.loads(firn("maintain", "recommend", "db.v4", "--catalog", uri, "--run", "--json").stdout)
     assert [r["operation"] for r in ran["results"]] == ["flush_root"] and ran["results"][0][
         "data_files_moved"
@@ -420,3 +427,9 @@ def test_the_installed_script(tmp_path: Path, uri: str) -> None:
         bad.returncode == EXIT_BAD_INPUT
         and bad.stderr == "firn: error: table 'db.nope' does not exist in catalog 'default'\n"
     )
+
+
+def test_messages_name_the_cli_syntax(uri: str) -> None:
+    """The orphan dry run tells a CLI user the CLI's option, not Python's keyword."""
+    out = firn("maintain", "orphans", "db.v4", "--catalog", uri, "--dry-run").stdout
+    assert "pass -o dry-run=false" in out and "dry_run=False" not in out
