@@ -184,21 +184,6 @@ def measure(paths: Paths) -> Measurement:
         catalog.close()
 
 
-def _health_value(key: str, value: object) -> str:
-    """A health metric as a person reads it: times as UTC, ages in seconds, counts grouped."""
-    if value is None:
-        return "-"
-    if key in ("measured_at_ms", "last_commit_ms") and isinstance(value, int):
-        return datetime.fromtimestamp(value / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    if key.endswith("_age_ms") and isinstance(value, int):
-        return f"{value / 1000:,.0f} s"
-    if key == "delete_ratio" and isinstance(value, float):
-        return f"{100 * value:.1f}%"
-    if isinstance(value, int) and key != "snapshot_id" and key != "format_version":
-        return f"{value:,}"
-    return str(value)
-
-
 def comparison(before: Measurement, after: Measurement) -> str:
     """The before/after table, one metric per row."""
 
@@ -319,11 +304,12 @@ def main(argv: list[str] | None = None) -> int:
     catalog = firn.load_catalog(paths.catalog_uri, warehouse=str(paths.warehouse))
     table = catalog.load_table(TABLE)
     print("\n2. Health and recommendations")
-    health = table.health()
-    for key, value in health.to_dict().items():
-        print(f"  {key:<24} {_health_value(key, value)}")
-    for rec in table.maintenance.recommend():
-        print(f"  -> {rec.operation}: {rec.reason}")
+    from firn.maintenance.present import health_rows, recommendation_lines
+
+    for label, value in health_rows(table.health()):
+        print(f"  {label:<24} {value}")
+    for line in recommendation_lines(table.maintenance.recommend(), "python"):
+        print(f"  {line}")
     catalog.close()
 
     before = measure(paths)

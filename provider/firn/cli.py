@@ -12,9 +12,12 @@
 
 Every command takes ``--catalog URI`` (or ``FIRN_CATALOG_URI``), ``--catalog-name`` (or
 ``FIRN_CATALOG_NAME``; one SQL database can hold several catalogs, default ``default``),
-``--warehouse`` (or ``FIRN_WAREHOUSE``), ``--catalog-property key=value`` (repeatable) and ``--json`` (machine
-output on stdout: the health, plan or result JSON); these may also come before the command
-group (``firn --catalog URI table list``). ``firn maintain <op>`` runs
+``--warehouse`` (or ``FIRN_WAREHOUSE``), ``--catalog-property key=value`` (repeatable), ``--json`` (machine
+output on stdout: the health, plan or result JSON, raw numbers) and ``--plain`` (tables as
+tab-separated lines); these may also come before the command group (``firn --catalog URI
+table list``). Human output reads numbers through :mod:`firn.maintenance.present` (the demo's
+and the health page's formatter: 24-hour UTC, durations, binary bytes) and folds long ids and
+paths rather than cutting them. ``firn maintain <op>`` runs
 ``table.maintenance.<method>(**options)`` (names in ``firn.maintenance.operations``) with
 options in Iceberg's hyphenated spelling (``-o min-input-files=2``); ``--dry-run`` prints the
 plan instead. A run holds the table's maintenance lease. Progress goes to stderr, so ``--json``
@@ -54,7 +57,7 @@ from firn.catalog import load_catalog
 from firn.catalog.base import Catalog, to_identifier
 from firn.errors import FirnError, LeaseHeld, NotFound, Unsupported, ValidationError
 from firn.maintenance.operations import SHORT_NAMES, method_name, resolve
-from firn.maintenance.present import health_rows, recommendation_lines
+from firn.maintenance.present import estimate_sentence, health_rows, options_text, recommendation_lines
 from firn.maintenance.recommend import Recommendation
 from firn.maintenance.remove_orphan_files import DRY_RUN_HINT_CLI, DRY_RUN_HINT_PYTHON
 from firn.maintenance.runner import LocalRunner
@@ -127,9 +130,16 @@ class Settings:
     warehouse: str | None = None
     properties: tuple[str, ...] = ()
     json: bool = False
+    plain: bool = False
 
 
 def _common_options(fn: F) -> F:
+    fn = click.option(
+        "--plain",
+        is_flag=True,
+        default=False,
+        help="Tables as tab-separated lines, nothing styled or folded (for cut, awk, copying ids).",
+    )(fn)
     fn = click.option(
         "--json", "as_json", is_flag=True, default=False, help="Machine output (JSON) on stdout."
     )(fn)
@@ -162,6 +172,7 @@ def _settings(
     warehouse: str | None,
     catalog_properties: Sequence[str],
     as_json: bool,
+    plain: bool,
 ) -> Settings:
     outer: Settings = click.get_current_context().find_object(Settings) or Settings()
     return Settings(
@@ -170,6 +181,7 @@ def _settings(
         warehouse=warehouse or outer.warehouse or os.environ.get(WAREHOUSE_ENV) or None,
         properties=(*outer.properties, *catalog_properties),
         json=as_json or outer.json,
+        plain=plain or outer.plain,
     )
 
 
@@ -232,6 +244,19 @@ def _ts(ms: int | None) -> str:
     return present.timestamp(ms)
 
 
+def _show(s: Settings, table: RichTable) -> None:
+    """A table on stdout: drawn by rich, ids and paths folded (never cut); with ``--plain``,
+    tab-separated lines (a header line first when the table has headers)."""
+    if not s.plain:
+        _console().print(table)
+        return
+    columns = table.columns
+    if table.show_header:
+        click.echo("\t".join(str(c.header) for c in columns))
+    for row in zip(*(list(c.cells) for c in columns)):
+        click.echo("\t".join(str(cell) for cell in row))
+
+
 def _kv_table(title: str, rows: Mapping[str, Any]) -> RichTable:
     t = RichTable(title=title, show_header=False, title_justify="left")
     t.add_column("key", style="bold", overflow="fold")
@@ -253,9 +278,10 @@ def main(
     warehouse: str | None,
     catalog_properties: tuple[str, ...],
     as_json: bool,
+    plain: bool,
 ) -> None:
     """Firn: inspect Iceberg tables and run their maintenance."""
-    ctx.obj = Settings(catalog_uri, catalog_name, warehouse, catalog_properties, as_json)
+    ctx.obj = Settings(catalog_uri, catalog_name, warehouse, catalog_properties, as_json, plain)
 
 
 @main.group()
@@ -330,22 +356,21 @@ def table_show(name: str, **common: Any) -> None:
     if s.json:
         _echo_json(info)
         return
-    out = _console()
     scalars = {k: v for k, v in info.items() if not isinstance(v, list | dict) and v is not None}
     scalars["maintenance lease"] = (
         f"{holder.owner} ({holder.operation}) until {_ts(holder.expires_at_ms)}" if holder else "free"
     )
-    out.print(_kv_table(t.name, scalars))
+    _show(s, _kv_table(t.name, scalars))
     schema = RichTable("id", "name", "type", "required", title="schema", title_justify="left")
     for f in info["schema"]:
         schema.add_row(str(f["id"]), f["name"], f["type"], "yes" if f["required"] else "")
-    out.print(schema)
+    _show(s, schema)
     if info["partition_spec"]:
-        out.print(
+        click.echo(
             "partitioned by " + ", ".join(f"{p['transform']}({p['name']})" for p in info["partition_spec"])
         )
     if info["properties"]:
-        out.print(_kv_table("properties", info["properties"]))
+        _show(s, _kv_table("properties", info["properties"]))
 
 
 @table.command("snapshots")
@@ -385,7 +410,7 @@ def table_snapshots(name: str, limit: int | None, **common: Any) -> None:
             summary.get(S.TOTAL_DATA_FILES, "-"),
             summary.get(S.TOTAL_RECORDS, "-"),
         )
-    _console().print(out)
+    _show(s, out)
 
 
 @table.command("files")
@@ -421,7 +446,7 @@ def table_files(name: str, limit: int, **common: Any) -> None:
         out.add_column(head, overflow="fold")
     for r in rows:
         out.add_row(r["path"], r["format"], f"{r['records']:,}", f"{r['size']:,}", str(r["delete_files"]))
-    _console().print(out)
+    _show(s, out)
     if total > len(rows):
         click.echo(f"({total - len(rows):,} more; --limit to see them)")
 
@@ -437,7 +462,7 @@ def table_health_cmd(name: str, **common: Any) -> None:
     if s.json:
         click.echo(health.to_json())
         return
-    _console().print(_kv_table(f"health of {health.table}", dict(health_rows(health))))
+    _show(s, _kv_table(f"health of {health.table}", dict(health_rows(health))))
 
 
 # -- firn maintain ...
@@ -506,7 +531,7 @@ def _run(
     # first ones printed under it, like what was skipped or kept and why.
     listed = {k: v for k, v in data.items() if isinstance(v, list)}
     data.update({k: len(v) for k, v in listed.items()})
-    _console().print(_kv_table(f"{method} on {table.name}", data))
+    _show(s, _kv_table(f"{method} on {table.name}", data))
     for key, paths in listed.items():
         for path in paths[:20]:
             click.echo(f"{key}: {path}")
@@ -557,9 +582,19 @@ for _short, _method in SHORT_NAMES.items():
     maintain.add_command(_maintain_command(_short, _method))
 
 
-def _print_recommendations(name: str, recs: list[Recommendation]) -> None:
+def _print_recommendations(s: Settings, name: str, recs: list[Recommendation]) -> None:
     """Numbered paragraphs, options in this CLI's syntax (``-o key=value``), so each line can
-    be pasted after ``firn maintain <operation> TABLE``."""
+    be pasted after ``firn maintain <operation> TABLE``; ``--plain``: one tab-separated line
+    per recommendation."""
+    if s.plain:
+        click.echo("operation\toptions\treason\tgain")
+        for r in recs:
+            click.echo(
+                "\t".join(
+                    (r.operation, options_text(r.options, "cli"), r.reason, estimate_sentence(r.estimate))
+                )
+            )
+        return
     click.echo(f"recommended for {name}:")
     for line in recommendation_lines(recs, "cli"):
         click.echo(line)
@@ -583,7 +618,7 @@ def maintain_recommend(name: str, run_them: bool, progress: bool | None, **commo
             if s.json:
                 _echo_json([r.to_dict() for r in recs])
             elif recs:
-                _print_recommendations(t.name, recs)
+                _print_recommendations(s, t.name, recs)
             else:
                 click.echo(f"{t.name}: nothing to do")
             return
@@ -604,7 +639,7 @@ def maintain_recommend(name: str, run_them: bool, progress: bool | None, **commo
         summary.add_row(
             res["operation"], str(res.get("snapshot_id") or "-"), f"{res.get('duration_ms', 0):,}"
         )
-    _console().print(summary)
+    _show(s, summary)
 
 
 # -- serving a catalog over the Iceberg REST protocol ------------------------------------------

@@ -433,3 +433,26 @@ def test_messages_name_the_cli_syntax(uri: str) -> None:
     """The orphan dry run tells a CLI user the CLI's option, not Python's keyword."""
     out = firn("maintain", "orphans", "db.v4", "--catalog", uri, "--dry-run").stdout
     assert "pass -o dry-run=false" in out and "dry_run=False" not in out
+
+
+def test_plain_output_is_tab_separated_and_whole(uri: str, catalog: SqlCatalog) -> None:
+    """``--plain``: one tab-separated line per row, ids and paths whole, for cut and awk."""
+    t = catalog.load_table("db.v4")
+    snapshot_id = t.metadata.current_snapshot_id
+    lines = firn("table", "snapshots", "db.v4", "--catalog", uri, "--plain").stdout.splitlines()
+    assert lines[0] == "snapshot\tparent\tcommitted\toperation\tdata files\trecords"
+    assert lines[1].split("\t")[0] == str(snapshot_id) and lines[1].split("\t")[2].endswith(" UTC")
+    files = firn("table", "files", "db.v4", "--catalog", uri, "--plain").stdout.splitlines()
+    live = {task.file.file_path for task in t.scan().plan_files()}
+    assert {line.split("\t")[0] for line in files[1:4]} == live
+    health = dict(
+        line.split("\t")
+        for line in firn("table", "health", "db.v4", "--catalog", uri, "--plain").stdout.splitlines()
+    )
+    assert health["snapshot id"] == str(snapshot_id) and health["delete ratio"] == "0.0%"
+    t.set_properties({"commit.root.max-data-files": "2"})
+    recs = firn("maintain", "recommend", "db.v4", "--catalog", uri, "--plain").stdout.splitlines()
+    assert recs[0] == "operation\toptions\treason\tgain"
+    operation, options, reason, gain = recs[1].split("\t")
+    assert operation == "flush_root" and options == "" and "commit.root.max-data-files = 2" in reason
+    assert gain.endswith(".")

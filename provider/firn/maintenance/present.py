@@ -24,21 +24,24 @@ def health_label(key: str) -> str:
 
 
 def health_value(key: str, value: Any) -> str:
-    """One health field's value: times as 24-hour UTC, ages as durations, bytes in binary
-    units, the delete ratio as a percentage, counts grouped."""
+    """One field's value (of a health, or a maintenance result) read by its name: ids as they
+    are, ages and run times as durations, other ``_ms`` fields as 24-hour UTC times, ratios as
+    percentages, bytes in binary units, counts grouped."""
     if value is None:
         return "-"
-    if key in _AS_IS or isinstance(value, bool) or not isinstance(value, int | float):
+    if key in _AS_IS or key.endswith("_id") or isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
-    if key.endswith("_age_ms"):
+    if key.endswith("_age_ms") or key.endswith("duration_ms"):
         return present.duration(value)
     if key.endswith("_ms"):
         return present.timestamp(int(value))
-    if key == "delete_ratio":
+    if key.endswith("ratio"):
         return present.ratio(float(value))
-    if key.endswith("bytes"):
+    if key.endswith("bytes") or "_bytes_" in key:
         return present.size(int(value))
-    return present.count(int(value))
+    if isinstance(value, float):
+        return f"{value:,.3g}"
+    return present.count(value)
 
 
 def health_rows(health: TableHealth | Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -52,12 +55,14 @@ def estimate_sentence(estimate: Estimate | Mapping[str, Any]) -> str:
     e = estimate if isinstance(estimate, Estimate) else Estimate(**dict(estimate))
     parts = []
     if e.files_removed:
-        parts.append(f"the table tracks about {present.count(e.files_removed)} fewer files")
+        files = "file" if e.files_removed == 1 else "files"
+        parts.append(f"the table tracks about {present.count(e.files_removed)} fewer {files}")
     if e.bytes:
         parts.append(f"it rewrites or deletes up to {present.size(e.bytes)}")
     if e.planning_entries_saved:
+        entries = "entry" if e.planning_entries_saved == 1 else "entries"
         parts.append(
-            f"every scan plan reads about {present.count(e.planning_entries_saved)} fewer metadata entries"
+            f"every scan plan reads about {present.count(e.planning_entries_saved)} fewer metadata {entries}"
         )
     if not parts:
         return "Health cannot tell what this run gains."

@@ -64,6 +64,9 @@ def test_estimates_are_sentences() -> None:
     )
     assert estimate_sentence(e.__dict__) == estimate_sentence(e)
     assert estimate_sentence(Estimate()) == "Health cannot tell what this run gains."
+    assert estimate_sentence(Estimate(files_removed=1, planning_entries_saved=1)) == (
+        "The table tracks about 1 fewer file; every scan plan reads about 1 fewer metadata entry."
+    )
 
 
 def test_options_in_the_syntax_of_each_interface() -> None:
