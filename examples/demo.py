@@ -304,12 +304,14 @@ def main(argv: list[str] | None = None) -> int:
     catalog = firn.load_catalog(paths.catalog_uri, warehouse=str(paths.warehouse))
     table = catalog.load_table(TABLE)
     print("\n2. Health and recommendations")
-    from firn.maintenance.present import health_rows, recommendation_lines
+    from firn.maintenance.present import estimate_sentence, health_rows, options_text
 
     for label, value in health_rows(table.health()):
         print(f"  {label:<24} {value}")
-    for line in recommendation_lines(table.maintenance.recommend(), "python"):
-        print(f"  {line}")
+    for rec in table.maintenance.recommend():
+        print(f"  -> {rec.operation}: {rec.reason}")
+        print(f"     table.maintenance.{rec.operation}({options_text(rec.options, 'python')})")
+        print(f"     gain: {estimate_sentence(rec.estimate)}")
     catalog.close()
 
     before = measure(paths)

@@ -622,23 +622,37 @@ def maintain_recommend(name: str, run_them: bool, progress: bool | None, **commo
             else:
                 click.echo(f"{t.name}: nothing to do")
             return
-        results = []
-        for r in recs:
+        results: list[dict[str, Any]] = []
+        satisfied: list[str] = []
+        for i, listed in enumerate(recs):
+            # An earlier operation may have done this one's work (compaction leaves fewer
+            # files in the V4 root, expiry fewer manifests): ask again, and run it only if it
+            # is still recommended, with the options recommended now.
+            current = {r.operation: r for r in (recs if i == 0 else t.maintenance.recommend())}
+            r = current.get(listed.operation)
+            if r is None:
+                satisfied.append(listed.operation)
+                continue
             op = resolve(t.maintenance, r.operation, t.format_version, dict(r.options))
             with _ProgressDisplay(f"{r.operation} on {t.name}", _progress_enabled(progress)) as display:
                 results.append(op.run(runner=LocalRunner(progress=display)).to_dict())
             t.refresh()
     if s.json:
-        _echo_json({"recommendations": [r.to_dict() for r in recs], "results": results})
+        _echo_json(
+            {"recommendations": [r.to_dict() for r in recs], "results": results, "satisfied": satisfied}
+        )
         return
     if not recs:
         click.echo(f"{t.name}: nothing to do")
         return
-    summary = RichTable("operation", "snapshot", "ms", title=f"maintenance of {t.name}")
+    summary = RichTable("operation", "snapshot", "took", title=f"maintenance of {t.name}")
+    summary.columns[1].overflow = "fold"
     for res in results:
         summary.add_row(
-            res["operation"], str(res.get("snapshot_id") or "-"), f"{res.get('duration_ms', 0):,}"
+            res["operation"], str(res.get("snapshot_id") or "-"), present.duration(res.get("duration_ms"))
         )
+    for name in satisfied:
+        summary.add_row(name, "-", "not run: an earlier operation did its work")
     _show(s, summary)
 
 

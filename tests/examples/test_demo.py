@@ -38,8 +38,12 @@ def test_demo_runs_ingest_and_maintenance_dags(tmp_path: Path) -> None:
     assert done.returncode == 0, out[-4000:] + done.stderr[-4000:]
     assert out.count("ingest success") == 2
     assert "-> rewrite_data_files:" in out and "-> flush_root:" in out
-    for step in ("rewrite_deletion_vectors", "rewrite_data_files", "expire_snapshots"):
+    for step in ("rewrite_data_files", "expire_snapshots"):
         assert re.search(rf"maintain\.{step}\[0\]\s+success", out), out
+    # The demo's deletes are DVs in a V4 table: nothing for the DV rewrite to merge or convert,
+    # and compaction lowers the delete ratio, so recommend() does not name it (issue 20: it
+    # used to run every night and do nothing).
+    assert re.search(r"maintain\.rewrite_deletion_vectors\[0\]\s+skipped", out), out
     metric = r"^  (snapshots|data files|deletion vectors|rows)\s+([\d,]+)\s+([\d,]+)$"
     before_after = {
         m.group(1): (int(m.group(2).replace(",", "")), int(m.group(3).replace(",", "")))

@@ -456,3 +456,16 @@ def test_plain_output_is_tab_separated_and_whole(uri: str, catalog: SqlCatalog) 
     operation, options, reason, gain = recs[1].split("\t")
     assert operation == "flush_root" and options == "" and "commit.root.max-data-files = 2" in reason
     assert gain.endswith(".")
+
+
+def test_recommend_run_skips_what_an_earlier_operation_did(uri: str, catalog: SqlCatalog) -> None:
+    """Compaction leaves one file in the V4 root, so the flush recommended beside it has
+    nothing left to do: ``--run`` asks again before each step and does not run it."""
+    t = catalog.load_table("db.v4")
+    t.set_properties({"commit.root.max-data-files": "2", "maintenance.compact.min-small-files": "3"})
+    recs = json.loads(firn("maintain", "recommend", "db.v4", "--catalog", uri, "--json").stdout)
+    assert [r["operation"] for r in recs] == ["rewrite_data_files", "flush_root"]
+    ran = json.loads(firn("maintain", "recommend", "db.v4", "--catalog", uri, "--run", "--json").stdout)
+    assert [r["operation"] for r in ran["results"]] == ["rewrite_data_files"]
+    assert ran["satisfied"] == ["flush_root"]
+    assert "nothing to do" in firn("maintain", "recommend", "db.v4", "--catalog", uri).stdout
