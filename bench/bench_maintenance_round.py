@@ -31,6 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from _harness import final_verdict, firn_catalog, ms, verdict, workdir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,9 +73,7 @@ def schema() -> Any:
 
 
 def build_demo(catalog: Any) -> Any:
-    table = catalog.create_table(
-        "db.demo", schema(), properties={"format-version": "4", **demo_properties()}
-    )
+    table = catalog.create_table("db.demo", schema(), properties={"format-version": "4", **demo_properties()})
     rng = random.Random(20)
     next_id = 0
     for _ in range(DEMO_RUNS):
