@@ -4,8 +4,9 @@ reaches an empty list within three rounds, with the table's rows unchanged after
 
 Random v2, v3 and V4 tables are built from small appends (small files, many manifests, a long
 history, V4 root growth), merge-on-read deletes (v2 position delete files, v3/V4 deletion
-vectors) and equality deletes (global on unpartitioned tables, per partition otherwise), with
-thresholds lowered so that tables this small need maintenance.
+vectors), equality deletes (global on unpartitioned tables, per partition otherwise) and
+format upgrades (v2 position delete files left in a v3 or V4 table), with thresholds lowered
+so that tables this small need maintenance.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from tests.fixtures.catalogs import make_sqlite_catalog
 from tests.fixtures.row_deletes import ROWS_SCHEMA
 
 MAX_ROUNDS = 3
+MAX_FORMAT_VERSION = 4
 REGIONS = ("eu", "us")
 
 # Thresholds a table of a few dozen rows crosses; each is a table property recommend() reads.
@@ -47,7 +49,7 @@ PROPERTIES = {
 @dataclass(frozen=True)
 class Step:
     """One commit of the random history: an append of ``size`` rows, a merge-on-read delete of
-    the listed ids, or an equality delete of them."""
+    the listed ids, an equality delete of them, or an upgrade to the next format version."""
 
     kind: str
     size: int = 0
@@ -66,6 +68,8 @@ steps = st.one_of(
         kind=st.just("equality"),
         picks=st.lists(st.integers(0, 10_000), min_size=1, max_size=3).map(tuple),
     ),
+    # A format upgrade (v2 -> v3 -> V4): position delete files left from v2 are then converted.
+    st.just(Step(kind="upgrade")),
 )
 
 
@@ -93,6 +97,10 @@ def _build(table: Table, history: list[Step], partitioned: bool) -> list[int]:
             next_id += step.size
             table.append(_rows(new, partitioned))
             live.extend(new)
+            continue
+        if step.kind == "upgrade":
+            if table.format_version < MAX_FORMAT_VERSION:
+                table.upgrade(format_version=table.format_version + 1)
             continue
         if not live:
             continue
@@ -253,3 +261,51 @@ def test_equality_deletes_are_removed_after_compaction(tmp_path: Path, partition
     assert r.options == {"delete-file-threshold": 1, "remove-dangling-deletes": True}
     converge(table, [i for i in range(40) if i not in (3, 7, 11)])
     assert table.health().equality_delete_files == 0
+
+
+@pytest.mark.parametrize("target", [3, 4])
+def test_position_delete_files_left_by_an_upgrade_are_converted(tmp_path: Path, target: int) -> None:
+    """v2 position delete files in a table upgraded to v3 or V4: the DV rewrite is recommended
+    (it has files to convert) and one run leaves only DVs; then nothing is due."""
+    catalog = make_sqlite_catalog(tmp_path)
+    catalog.create_namespace("db")
+    table = catalog.create_table(
+        "db.t", ROWS_SCHEMA, properties={"format-version": "2", "write.delete.mode": "merge-on-read"}
+    )
+    for start in range(0, 40, 10):
+        table.append(_rows(list(range(start, start + 10)), False))
+    table.delete("id IN (1, 12)")
+    table.delete("id IN (22)")
+    table.upgrade(format_version=target)
+    assert converge(table, [i for i in range(40) if i not in (1, 12, 22)]) == [["rewrite_deletion_vectors"]]
+    h = table.health()
+    assert h.position_delete_files == 0 and h.deletion_vectors == 3
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_v2_position_delete_files_below_the_ratio_are_merged(tmp_path: Path, partitioned: bool) -> None:
+    """v2, a low delete ratio but many position delete files: the recommended merge (with
+    min-input-files 2, so each partition's few files count) leaves fewer files, then quiet."""
+    catalog = make_sqlite_catalog(tmp_path)
+    catalog.create_namespace("db")
+    table = catalog.create_table(
+        "db.t",
+        ROWS_SCHEMA,
+        partition_spec=[("region", "identity")] if partitioned else None,
+        properties={
+            "format-version": "2",
+            "write.delete.mode": "merge-on-read",
+            "maintenance.rewrite-dvs.min-delete-files": "4",
+        },
+    )
+    table.append(_rows(list(range(100)), partitioned))
+    for victim in (3, 10, 17, 44):
+        table.delete(f"id IN ({victim})")
+    before = table.health()
+    assert before.position_delete_files == 4 and before.delete_ratio < 0.1
+    [r] = table.maintenance.recommend()
+    assert r.operation == "rewrite_deletion_vectors" and r.options == {"min-input-files": 2}
+    assert converge(table, [i for i in range(100) if i not in (3, 10, 17, 44)]) == [
+        ["rewrite_deletion_vectors"]
+    ]
+    assert table.health().position_delete_files < 4
