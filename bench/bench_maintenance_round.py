@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python bench/bench_maintenance_round.py [--files 10000] [--quick]
+    .venv/bin/python bench/bench_maintenance_round.py [--files 10000] [--spark] [--quick]
 
 Two tables, both V4 with merge-on-read deletes, maintained with the local runner:
 
@@ -16,8 +16,9 @@ Two tables, both V4 with merge-on-read deletes, maintained with the local runner
 Per table: ``recommend()`` (cold caches), each recommended operation run with its options,
 ``recommend()`` again. Targets: the second ``recommend()`` is empty (the round converged), and
 a ``recommend()`` takes under a second (a sensor polls it). There is no peer: no other Iceberg
-library recommends maintenance. Spark is not measured here (bench_spark_compaction.py times
-compaction on Spark).
+library recommends maintenance. ``--spark`` runs the operations through ``SparkRunner`` on a
+local[2] session (started before the clock, as a deployment's would be) instead of the local
+runner.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def build_many(catalog: Any, root: Path, files: int) -> Any:
     return table
 
 
-def round_trip(name: str, table: Any) -> None:
+def round_trip(name: str, table: Any, runner: Any) -> None:
     from firn.maintenance.health import clear_health_cache
     from firn.maintenance.operations import resolve
 
@@ -141,7 +142,7 @@ def round_trip(name: str, table: Any) -> None:
             continue
         op = resolve(table.maintenance, r.operation, table.format_version, dict(r.options))
         t0 = time.perf_counter()
-        op.run()
+        op.run(runner=runner)
         took = time.perf_counter() - t0
         total_run += took
         print(f"  {r.operation}({dict(r.options)}): {ms(took)}")
@@ -159,19 +160,29 @@ def round_trip(name: str, table: Any) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=10_000, help="data files of the many-files table")
+    ap.add_argument("--spark", action="store_true", help="run the operations with SparkRunner (local[2])")
     ap.add_argument("--quick", action="store_true", help="smoke run: 500 files")
     args = ap.parse_args()
     files = 500 if args.quick else args.files
+    from firn.maintenance.runner import LocalRunner
+
+    runner: Any = LocalRunner()
+    if args.spark:
+        from _harness import spark_session
+        from firn.spark import SparkRunner
+
+        runner = SparkRunner(spark_session())
+    print(f"runner: {type(runner).__name__}")
     with workdir("maintenance-round") as root:
         catalog = firn_catalog(root)
         t0 = time.perf_counter()
         demo = build_demo(catalog)
         print(f"built the demo table in {ms(time.perf_counter() - t0)}")
-        round_trip("demo table", demo)
+        round_trip("demo table", demo, runner)
         t0 = time.perf_counter()
         many = build_many(catalog, root, files)
         print(f"\nbuilt the {files:,}-file table in {ms(time.perf_counter() - t0)}")
-        round_trip(f"{files:,}-file table", many)
+        round_trip(f"{files:,}-file table", many, runner)
         catalog.close()
     final_verdict()
     return 0
