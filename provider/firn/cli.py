@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -223,9 +224,9 @@ def _errors() -> Iterator[None]:
     except LeaseHeld as e:
         raise CliError(str(e), EXIT_LEASE_HELD) from e
     except (ValidationError, NotFound, Unsupported) as e:
-        raise CliError(str(e), EXIT_BAD_INPUT) from e
+        raise CliError(_in_cli_syntax(str(e)), EXIT_BAD_INPUT) from e
     except FirnError as e:
-        raise CliError(f"{type(e).__name__}: {e}", EXIT_FAILED) from e
+        raise CliError(f"{type(e).__name__}: {_in_cli_syntax(str(e))}", EXIT_FAILED) from e
 
 
 def _load(catalog: Catalog, name: str) -> Table:
@@ -505,9 +506,20 @@ def _progress_enabled(flag: bool | None) -> bool:
     return flag if flag is not None else sys.stderr.isatty()
 
 
+# "pass force=True", "Pass sort_order='id DESC'": a library message naming a Python keyword.
+_PYTHON_OPTION = re.compile(r"\b([Pp])ass ([a-z][a-z0-9_]*)=(True|False|'[^']*'|[^\s,;)]+)")
+
+
 def _in_cli_syntax(text: str) -> str:
-    """A library message with the CLI's spelling of the option it names."""
-    return text.replace(DRY_RUN_HINT_PYTHON, DRY_RUN_HINT_CLI)
+    """A library message with the CLI's spelling of the options it names: ``pass
+    dry_run=False`` becomes ``pass -o dry-run=false``."""
+
+    def cli(m: re.Match[str]) -> str:
+        value = m.group(3)
+        value = value.lower() if value in ("True", "False") else value
+        return f"{m.group(1)}ass -o {m.group(2).replace('_', '-')}={value}"
+
+    return _PYTHON_OPTION.sub(cli, text.replace(DRY_RUN_HINT_PYTHON, DRY_RUN_HINT_CLI))
 
 
 def _run(

@@ -9,6 +9,7 @@ import shlex
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -433,6 +434,11 @@ def test_messages_name_the_cli_syntax(uri: str) -> None:
     """The orphan dry run tells a CLI user the CLI's option, not Python's keyword."""
     out = firn("maintain", "orphans", "db.v4", "--catalog", uri, "--dry-run").stdout
     assert "pass -o dry-run=false" in out and "dry_run=False" not in out
+    # An error from the library that names a keyword names the CLI's option instead.
+    now = str(int(time.time() * 1000))
+    young = firn("maintain", "orphans", "db.v4", "--catalog", uri, "-o", f"older-than={now}")
+    assert young.exit_code == 2 and "Pass -o force=true if no writer is running" in young.output
+    assert "force=True" not in young.output
 
 
 def test_plain_output_is_tab_separated_and_whole(uri: str, catalog: SqlCatalog) -> None:
