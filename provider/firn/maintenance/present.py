@@ -5,6 +5,7 @@ percentages). Machine output (``to_dict`` / ``--json`` / XCom) stays raw.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -14,6 +15,8 @@ from firn.util import present
 
 Interface = Literal["python", "cli"]
 
+# Sizes: "data_bytes", "bytes_written", "rewritten_bytes_count".
+_BYTES = re.compile(r"(^|_)bytes(_|$)")
 # Fields that name rather than count: shown as they are.
 _AS_IS = frozenset({"table", "snapshot_id", "format_version"})
 
@@ -37,7 +40,7 @@ def health_value(key: str, value: Any) -> str:
         return present.timestamp(int(value))
     if key.endswith("ratio"):
         return present.ratio(float(value))
-    if key.endswith("bytes") or "_bytes_" in key:
+    if _BYTES.search(key):
         return present.size(int(value))
     if isinstance(value, float):
         return f"{value:,.3g}"

@@ -50,6 +50,9 @@ def test_health_fields_read_by_their_kind() -> None:
     assert health_value("last_commit_ms", 1_795_698_300_000) == "2026-11-26 13:05:00 UTC"
     assert health_value("delete_ratio", 0.0268) == "2.7%"
     assert health_value("data_bytes", 3 * 1024**3) == "3.00 GiB"
+    # Result fields read the same way: sizes wherever "bytes" is a word, run times as durations.
+    assert health_value("bytes_written", 3181) == "3.11 KiB" == health_value("rewritten_bytes_count", 3181)
+    assert health_value("duration_ms", 26) == "26 ms" and health_value("expired_snapshot_id", 7) == "7"
     assert health_value("snapshot_id", 8_123_456_789_012_345_678) == "8123456789012345678"
     assert health_value("small_files", 12_000) == "12,000" and health_value("root_entries", None) == "-"
     rows = dict(health_rows({"table": "db.t", "measured_at_ms": 0, "delete_ratio": 0.5}))
