@@ -35,7 +35,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import pyarrow as pa
 
@@ -154,7 +154,7 @@ def spark_delta(spark: object, source: Table, increment: Increment) -> list[dict
 
 
 def process(
-    source: Table, target: Table, increment: Increment, delta: list[dict[str, object]], *, crash: bool = False
+    target: Table, increment: Increment, delta: list[dict[str, object]], *, crash: bool = False
 ) -> dict[str, object]:
     """Fold ``delta`` (the aggregated changes of ``increment``) into ``target``, recording the
     range's end; returns the job's result."""
@@ -173,19 +173,42 @@ def process(
     return result
 
 
+def arrow_delta(source: Table, increment: Increment) -> list[dict[str, object]]:
+    """:func:`spark_delta` computed in this process, from ``source.changelog(...)`` (small
+    ranges, and tests, need no Spark)."""
+    changes = source.changelog(
+        from_snapshot_id=increment.from_snapshot_id,
+        to_snapshot_id=increment.to_snapshot_id,
+        columns=["kind", "region", "amount"],
+    ).to_arrow()
+    totals: dict[Key, tuple[int, int]] = {}
+    for r in changes.select(["kind", "region", "amount", "_change_type"]).to_pylist():
+        sign = -1 if r["_change_type"] == "DELETE" else 1
+        key = (r["kind"], r["region"])
+        n, cents = totals.get(key, (0, 0))
+        totals[key] = (n + sign, cents + sign * _cents(r["amount"]))
+    return [{"kind": k[0], "region": k[1], "events": n, "amount_cents": c} for k, (n, c) in totals.items()]
+
+
 def run(
-    catalog: Catalog, spark: object, args: argparse.Namespace
+    catalog: Catalog,
+    source_name: str,
+    target_name: str,
+    delta: Callable[[Table, Increment], list[dict[str, object]]],
+    *,
+    to_snapshot_id: int | None = None,
+    crash: bool = False,
 ) -> dict[str, object]:
-    """One run of the job against ``catalog`` (see the module docstring)."""
-    source = catalog.load_table(args.source)
-    target = ensure_target(catalog, args.target)
-    increment = plan_increment(source, target, to_snapshot_id=args.to_snapshot_id)
+    """One run of the job against ``catalog`` (see the module docstring); ``delta`` aggregates
+    the range's changes (:func:`spark_delta` or :func:`arrow_delta`)."""
+    source = catalog.load_table(source_name)
+    target = ensure_target(catalog, target_name)
+    increment = plan_increment(source, target, to_snapshot_id=to_snapshot_id)
     if increment.is_empty:
         return {"status": "up-to-date", **increment.to_dict()}
     if increment.maintenance_only:
         return {"status": "skipped-maintenance", **increment.to_dict()}
-    delta = spark_delta(spark, source, increment)
-    return process(source, target, increment, delta, crash=args.crash_after_commit)
+    return process(target, increment, delta(source, increment), crash=crash)
 
 
 def main(argv: list[str]) -> int:
@@ -200,7 +223,14 @@ def main(argv: list[str]) -> int:
         firn.spark.register(spark)
         catalog = firn.spark.catalog_config(spark).load()
         try:
-            result = run(catalog, spark, args)
+            result = run(
+                catalog,
+                args.source,
+                args.target,
+                lambda source, increment: spark_delta(spark, source, increment),
+                to_snapshot_id=args.to_snapshot_id,
+                crash=args.crash_after_commit,
+            )
         finally:
             catalog.close()
         result["seconds"] = round(time.monotonic() - started, 1)
