@@ -6,11 +6,12 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
+from airflow.sdk import PokeReturnValue
 
 from firn.errors import ValidationError
 from firn_airflow.constants import DEFAULT_CONN_ID
-from firn_airflow.sensors.events import event_result, is_template
+from firn_airflow.sensors.base import FirnTableSensor
+from firn_airflow.sensors.events import event_result
 from firn_airflow.triggers.conditions import (
     check_match,
     evaluate,
@@ -18,14 +19,12 @@ from firn_airflow.triggers.conditions import (
     parse_conditions,
 )
 from firn_airflow.triggers.health import FirnTableHealthTrigger, measure
-from firn_airflow.triggers.reader import TableReader
-from firn_airflow.triggers.snapshots import check_table_name
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class FirnTableHealthSensor(BaseSensorOperator):
+class FirnTableHealthSensor(FirnTableSensor):
     """Waits until a table's health meets conditions; returns (XCom) that health as a dict.
 
     ::
@@ -56,6 +55,7 @@ class FirnTableHealthSensor(BaseSensorOperator):
     """
 
     template_fields: Sequence[str] = ("table", "firn_conn_id")
+    event_key = "health"
     ui_color = "#d7ecf7"
 
     def __init__(
@@ -69,25 +69,16 @@ class FirnTableHealthSensor(BaseSensorOperator):
         poke_interval: timedelta | float = 30,
         **kwargs: Any,
     ) -> None:
-        super().__init__(poke_interval=poke_interval, **kwargs)
-        if not is_template(table):
-            check_table_name(table)
-        self.table = table
+        super().__init__(
+            table=table,
+            firn_conn_id=firn_conn_id,
+            deferrable=deferrable,
+            poke_interval=poke_interval,
+            **kwargs,
+        )
         self._conditions = parse_conditions(conditions)
         self.conditions = dict(conditions)
         self.match = check_match(match)
-        self.firn_conn_id = firn_conn_id
-        self.deferrable = (
-            conf.getboolean("operators", "default_deferrable", fallback=False)
-            if deferrable is None
-            else deferrable
-        )
-        self._reader: TableReader | None = None
-
-    def _table_reader(self) -> TableReader:
-        if self._reader is None:
-            self._reader = TableReader(self.firn_conn_id, check_table_name(self.table))
-        return self._reader
 
     def poke(self, context: Context) -> PokeReturnValue:
         health = measure(self._table_reader())
@@ -101,32 +92,18 @@ class FirnTableHealthSensor(BaseSensorOperator):
         self.log.info("Table %s: %s", self.table, described)
         return PokeReturnValue(is_done=False)
 
-    def execute(self, context: Context) -> Any:
-        try:
-            if not self.deferrable:
-                return super().execute(context)
-            first = self.poke(context)
-            if first.is_done:
-                return first.xcom_value
-        finally:
-            if self._reader is not None:
-                self._reader.close()
-                self._reader = None
-        self.defer(
-            trigger=FirnTableHealthTrigger(
-                table=self.table,
-                conditions=self.conditions,
-                match=self.match,
-                firn_conn_id=self.firn_conn_id,
-                poll_interval=self.poke_interval,
-            ),
-            method_name="execute_complete",
-            timeout=timedelta(seconds=self.timeout),
+    def trigger(self) -> FirnTableHealthTrigger:
+        return FirnTableHealthTrigger(
+            table=self.table,
+            conditions=self.conditions,
+            match=self.match,
+            firn_conn_id=self.firn_conn_id,
+            poll_interval=self.poke_interval,
         )
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resumed after the trigger fired: the health that met the conditions, or its error."""
-        health = event_result(event, "health", task=self.task_id)
+        health = event_result(event, self.event_key, task=self.task_id)
         self.log.info("Table %s met %s", self.table, ", ".join((event or {}).get("met", [])))
         return health
 
