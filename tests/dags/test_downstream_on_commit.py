@@ -67,7 +67,8 @@ def target_snapshots(catalog: SqlCatalog) -> int:
     return len(catalog.load_table(TARGET).snapshots())
 
 
-def test_downstream_on_commit(airflow_home: Path, catalog_dir: Path) -> None:
+def test_downstream_on_commit(airflow_home: Path, tmp_path: Path) -> None:
+    catalog_dir = tmp_path / "lake"
     env = _env(catalog_dir)
     catalog = _catalog(catalog_dir)
     catalog.create_namespace("demo")

@@ -25,8 +25,12 @@ skip it (nothing is committed; the next data range starts at the same place).
 
 Maintenance on the target keeps the record: ``replace`` commits carry no progress, so
 :func:`recorded_source_snapshot` walks the target's history back to the newest commit that
-does. Should expiry have removed every such commit, the record is gone and it raises rather
-than start again from the beginning.
+does. On ``main`` the commit also sets the record as a table property of the same name, read
+only when expiry has removed every commit that carried it; without either the record is gone
+and it raises rather than start again from the beginning.
+
+The source must keep the snapshots of a pending range until it is processed: a range that
+reaches into the source's expired history is refused (``resolve_range``), never shortened.
 """
 
 from __future__ import annotations
@@ -75,6 +79,16 @@ def _recorded(metadata: TableMetadata, target: str, key: str, branch: str) -> in
                     "is not a snapshot id"
                 ) from None
     if chain and chain[-1].parent_snapshot_id is not None:
+        kept = metadata.properties.get(key) if branch == MAIN_BRANCH else None
+        if kept is not None:
+            # Expiry removed the commits that carried the record; the table property written
+            # with the latest one (commit_increment) still holds it.
+            try:
+                return int(kept)
+            except ValueError:
+                raise InvalidMetadata(
+                    f"table {target}: property {key}={kept!r} is not a snapshot id"
+                ) from None
         raise InvalidMetadata(
             f"table {target} records no {key} in the history still held (back to snapshot "
             f"{chain[-1].snapshot_id}, whose parent {chain[-1].parent_snapshot_id} was expired): "
@@ -86,10 +100,11 @@ def _recorded(metadata: TableMetadata, target: str, key: str, branch: str) -> in
 
 def recorded_source_snapshot(target: Table, source: str, *, branch: str = MAIN_BRANCH) -> int | None:
     """The last ``source`` snapshot that ``target``'s ``branch`` has processed, from the newest
-    commit on its history that recorded one; None when none ever did (nothing processed yet).
+    commit on its history that recorded one (or, once expiry removed them all, the table
+    property of the same name on ``main``); None when none ever did (nothing processed yet).
 
     :class:`~firn.errors.InvalidMetadata` when the record was expired with the history
-    that held it, or is not a snapshot id."""
+    that held it and no property keeps it, or is not a snapshot id."""
     return _recorded(target.metadata, target.name, source_snapshot_key(source), branch)
 
 
@@ -228,6 +243,10 @@ def commit_increment(
     with target.transaction() as tx:
         tx.add_action(SimpleAction(check))
         write(tx, increment.snapshot_properties)
+        if increment.branch == MAIN_BRANCH:
+            # A copy of the record that survives the target's own maintenance: compaction
+            # (replace) commits carry no record, and expiry may remove every commit that did.
+            tx.set_properties(increment.snapshot_properties)
         result = tx.commit()
     snapshot = result.snapshot
     if snapshot is None or snapshot.summary.get(key) != str(increment.to_snapshot_id):

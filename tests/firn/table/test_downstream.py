@@ -253,21 +253,35 @@ def test_maintenance_on_the_target_keeps_the_record(catalog: SqlCatalog) -> None
     assert target_rows(catalog).equals(expected(catalog))
 
 
-def test_an_expired_record_is_an_error_not_a_restart(catalog: SqlCatalog) -> None:
+def test_an_expired_record_is_kept_by_the_property_else_an_error(catalog: SqlCatalog) -> None:
     source = make_source(catalog, 2)
     source.append(batch(0, 10))
     run(catalog)
-    target = catalog.load_table(TARGET)
-    for _ in range(2):
-        target.maintenance.rewrite_data_files(rewrite_all=True).run()
-    target = catalog.load_table(TARGET)
-    target.maintenance.expire_snapshots(retain_last=1, older_than="2999-01-01T00:00:00Z").run()
-    target = catalog.load_table(TARGET)
-    assert len(target.snapshots()) == 1
+
+    def compact_and_expire_target() -> Table:
+        for _ in range(2):
+            catalog.load_table(TARGET).maintenance.rewrite_data_files(rewrite_all=True).run()
+        catalog.load_table(TARGET).maintenance.expire_snapshots(
+            retain_last=1, older_than="2999-01-01T00:00:00Z"
+        ).run()
+        target = catalog.load_table(TARGET)
+        assert len(target.snapshots()) == 1
+        assert target.current_snapshot().summary.get(source_snapshot_key(SOURCE)) is None  # type: ignore[union-attr]
+        return target
+
+    # The commits that carried the record are expired; the property written with it keeps it.
+    target = compact_and_expire_target()
+    head = catalog.load_table(SOURCE).current_snapshot().snapshot_id  # type: ignore[union-attr]
+    assert recorded_source_snapshot(target, SOURCE) == head
+    source.refresh().append(batch(10, 5))
+    assert run(catalog)["status"] == "processed"
+    assert target_rows(catalog).equals(expected(catalog))
+    # Without the property too, the record is gone: an error, never a restart from the start.
+    compact_and_expire_target().remove_properties(source_snapshot_key(SOURCE))
     with pytest.raises(
         InvalidMetadata, match=r"records no firn\.source\.demo\.events\.snapshot-id .* expired"
     ):
-        recorded_source_snapshot(target, SOURCE)
+        recorded_source_snapshot(catalog.load_table(TARGET), SOURCE)
 
 
 def test_a_rolled_back_source_is_refused(catalog: SqlCatalog) -> None:
