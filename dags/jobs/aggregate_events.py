@@ -36,6 +36,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -120,19 +121,19 @@ def recompute(rows: pa.Table) -> pa.Table:
     return to_rows(totals)
 
 
-def fold(current: pa.Table, delta: list[Mapping[str, object]]) -> pa.Table:
+def fold(current: pa.Table, delta: list[dict[str, Any]]) -> pa.Table:
     """``current`` plus the delta rows (``kind``, ``region``, ``events``, ``amount_cents``)."""
     totals: dict[Key, tuple[int, int]] = {
         (r["kind"], r["region"]): (r["events"], r["amount_cents"]) for r in current.to_pylist()
     }
     for r in delta:
-        key = (r["kind"], r["region"])  # type: ignore[assignment]
-        n, cents = totals.get(key, (0, 0))  # type: ignore[arg-type]
-        totals[key] = (n + int(r["events"]), cents + int(r["amount_cents"]))  # type: ignore[index,call-overload]
+        key = (r["kind"], r["region"])
+        n, cents = totals.get(key, (0, 0))
+        totals[key] = (n + int(r["events"]), cents + int(r["amount_cents"]))
     return to_rows(totals)
 
 
-def spark_delta(spark: object, source: Table, increment: Increment) -> list[dict[str, object]]:
+def spark_delta(spark: object, source: Table, increment: Increment) -> list[dict[str, Any]]:
     """The range's changelog aggregated on Spark: +1 per inserted row, -1 per deleted one."""
     from pyspark.sql import functions as F
 
@@ -154,7 +155,7 @@ def spark_delta(spark: object, source: Table, increment: Increment) -> list[dict
 
 
 def process(
-    target: Table, increment: Increment, delta: list[dict[str, object]], *, crash: bool = False
+    target: Table, increment: Increment, delta: list[dict[str, Any]], *, crash: bool = False
 ) -> dict[str, object]:
     """Fold ``delta`` (the aggregated changes of ``increment``) into ``target``, recording the
     range's end; returns the job's result."""
@@ -173,7 +174,7 @@ def process(
     return result
 
 
-def arrow_delta(source: Table, increment: Increment) -> list[dict[str, object]]:
+def arrow_delta(source: Table, increment: Increment) -> list[dict[str, Any]]:
     """:func:`spark_delta` computed in this process, from ``source.changelog(...)`` (small
     ranges, and tests, need no Spark)."""
     changes = source.changelog(
@@ -194,7 +195,7 @@ def run(
     catalog: Catalog,
     source_name: str,
     target_name: str,
-    delta: Callable[[Table, Increment], list[dict[str, object]]],
+    delta: Callable[[Table, Increment], list[dict[str, Any]]],
     *,
     to_snapshot_id: int | None = None,
     crash: bool = False,
