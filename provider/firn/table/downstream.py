@@ -180,8 +180,8 @@ def plan_increment(
     """The source range ``target`` has yet to process: (its recorded progress, ``to_snapshot_id``
     or the source's current snapshot].
 
-    A ``to_snapshot_id`` the target has already processed (a duplicate or late event) gives an
-    empty range. A recorded snapshot that is no longer an ancestor of the end (the source was
+    A ``to_snapshot_id`` the target has already processed (a duplicate or late event, its
+    snapshot possibly expired since while the recorded one is not) gives an empty range. A recorded snapshot that is no longer an ancestor of the end (the source was
     rolled back past it) or whose range reaches into expired history raises a
     :class:`~firn.errors.FirnError` naming the cause; a range is never shortened silently."""
     recorded = recorded_source_snapshot(target, source.name, branch=branch)
@@ -192,6 +192,13 @@ def plan_increment(
         current = source.current_snapshot()
         end = current.snapshot_id if current is not None else None
     if recorded is not None and end is not None:
+        known_end = source.snapshot_by_id(end) is not None
+        if not known_end and source.snapshot_by_id(recorded) is not None:
+            # A late event whose snapshot has been expired since: expiry keeps the newest
+            # snapshots, so it is older than the recorded one, which is still there.
+            return Increment(
+                source.name, target.name, branch, SnapshotRange(recorded, recorded, ()), target_head
+            )
         if recorded == end or _is_ancestor(source.metadata, end, recorded):
             # Already processed up to (or past) the end: nothing to do.
             return Increment(
