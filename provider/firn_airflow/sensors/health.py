@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +16,9 @@ from firn_airflow.triggers.conditions import (
     check_match,
     evaluate,
     impossible_message,
-    parse_conditions,
+    needs_recommend,
+    parse_condition_set,
+    properties_needed,
 )
 from firn_airflow.triggers.health import FirnTableHealthTrigger, measure
 
@@ -37,9 +39,20 @@ class FirnTableHealthSensor(FirnTableSensor):
         )
 
     Conditions map a :class:`~firn.maintenance.health.TableHealth` metric (or
-    ``small_file_ratio``) to ``"<op> <number>"`` with op one of ``>= > <= < == !=``; an
-    unknown metric or a malformed expression fails at DAG parse time with the list of valid
-    metrics. A condition on a metric the table does not define (``root_*`` below format
+    ``small_file_ratio``) to ``"<op> <number>"`` with op one of ``>= > <= < == !=``, or to
+    ``"<op> property <key>"`` to compare with the table's own property (its value, else Firn's
+    default, read at each poll)::
+
+        FirnTableHealthSensor(
+            task_id="root_grew",
+            table="db.events",
+            conditions={"root_data_files": ">= property commit.root.max-data-files"},
+        )
+
+    ``recommended="flush_root"`` waits until ``table.maintenance.recommend()`` lists that
+    operation (with or instead of conditions; each listed operation is one more condition
+    under ``match``). An unknown metric or operation, or a malformed expression, fails at DAG
+    parse time with the list of valid ones. A condition on a metric the table does not define (``root_*`` below format
     version 4) is not met, and a set that can therefore never be met fails the task.
 
     Deferrable (default: ``[operators] default_deferrable``): the task first checks once on
@@ -49,6 +62,7 @@ class FirnTableHealthSensor(FirnTableSensor):
 
     :param table: ``"<namespace>.<table>"`` (templated).
     :param conditions: metric to expression, e.g. ``{"root_data_files": ">= 200"}``.
+    :param recommended: an operation (or several) that ``recommend()`` must list.
     :param match: ``"all"`` (default) or ``"any"``.
     :param firn_conn_id: the Firn connection (templated).
     :param deferrable: defer to the triggerer while waiting.
@@ -62,7 +76,8 @@ class FirnTableHealthSensor(FirnTableSensor):
         self,
         *,
         table: str,
-        conditions: Mapping[str, str],
+        conditions: Mapping[str, str] | None = None,
+        recommended: str | Iterable[str] | None = None,
         match: str = "all",
         firn_conn_id: str = DEFAULT_CONN_ID,
         deferrable: bool | None = None,
@@ -76,19 +91,30 @@ class FirnTableHealthSensor(FirnTableSensor):
             poke_interval=poke_interval,
             **kwargs,
         )
-        self._conditions = parse_conditions(conditions)
-        self.conditions = dict(conditions)
+        self._conditions = parse_condition_set(conditions, recommended)
+        self.conditions = dict(conditions) if conditions is not None else None
+        self.recommended = (
+            None
+            if recommended is None
+            else [recommended]
+            if isinstance(recommended, str)
+            else list(recommended)
+        )
         self.match = check_match(match)
 
     def poke(self, context: Context) -> PokeReturnValue:
-        health = measure(self._table_reader())
-        evaluation = evaluate(health, self._conditions, self.match)
-        described = evaluation.describe(self._conditions, health)
+        measured = measure(
+            self._table_reader(),
+            properties=properties_needed(self._conditions),
+            recommend=needs_recommend(self._conditions),
+        )
+        evaluation = evaluate(measured, self._conditions, self.match)
+        described = evaluation.describe(self._conditions, measured)
         if evaluation.satisfied:
             self.log.info("Table %s is ready: %s", self.table, described)
-            return PokeReturnValue(is_done=True, xcom_value=health)
+            return PokeReturnValue(is_done=True, xcom_value=measured.health)
         if evaluation.impossible:
-            raise ValidationError(impossible_message(self.table, health, evaluation, self.match))
+            raise ValidationError(impossible_message(self.table, measured.health, evaluation, self.match))
         self.log.info("Table %s: %s", self.table, described)
         return PokeReturnValue(is_done=False)
 
@@ -96,6 +122,7 @@ class FirnTableHealthSensor(FirnTableSensor):
         return FirnTableHealthTrigger(
             table=self.table,
             conditions=self.conditions,
+            recommended=self.recommended,
             match=self.match,
             firn_conn_id=self.firn_conn_id,
             poll_interval=self.poke_interval,
