@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from firn.errors import FirnError
-from firn_airflow.assets import maintenance_asset_uri, table_asset_uri
+from firn_airflow.assets import table_asset_uri
 from firn_airflow.constants import CONN_TYPE, EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
 
 if TYPE_CHECKING:
@@ -169,6 +169,8 @@ def maintenance_events(
     newest ones)."""
     from airflow.models.asset import AssetEvent, AssetModel
     from sqlalchemy import select
+
+    from firn_airflow.assets import maintenance_asset_uri
 
     uris = [maintenance_asset_uri(conn_id, table), table_asset_uri(conn_id, table)]
     rows = session.execute(

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from airflow.sdk import BaseSensorOperator, conf
+from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 
 from firn_airflow.constants import DEFAULT_CONN_ID
 from firn_airflow.sensors.events import event_result, is_template
@@ -73,6 +73,10 @@ class FirnTableSensor(BaseSensorOperator):
 
     def start(self) -> None:
         """Reset per-execution state before the first poke (a retry starts afresh)."""
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        """One check on the worker: done (with the sensor's result as ``xcom_value``) or not."""
+        raise NotImplementedError(f"{type(self).__name__} must say how it checks the table")
 
     def trigger(self) -> BaseTrigger:
         """The trigger that goes on waiting in the triggerer after the first poke."""
