@@ -18,10 +18,11 @@ them, or merged them) is dropped and its outputs deleted; the others commit.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -51,7 +52,7 @@ from firn.maintenance.base import (
     Skipped,
     plan_identity,
 )
-from firn.maintenance.options import Option, options_of
+from firn.maintenance.options import RewriteManifestsOptions
 from firn.maintenance.rewrite_manifests_v4 import (
     LeafGroup,
     entry_from_json,
@@ -68,7 +69,7 @@ from firn.spec import values
 from firn.spec.content import EntryStatus, FileContent, ManifestContent, ManifestEntry, ManifestFile
 from firn.spec.content_json import manifest_file_from_json, manifest_file_to_json
 from firn.spec.deletion_scope import DeletionScope
-from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
+from firn.spec.snapshots import Operation, Snapshot
 from firn.spec.table_metadata import TableMetadata
 
 LEGACY_KIND = "rewrite-manifests"
@@ -96,6 +97,10 @@ class RewriteManifestsResult(MaintenanceResult):
     """Java's procedure output, plus entries rewritten and manifest DVs folded (V4)."""
 
     OPERATION: ClassVar[str] = "rewrite_manifests"
+    LINEAGE: ClassVar[Mapping[str, str]] = {
+        "files_rewritten": "rewritten_manifests_count",
+        "files_added": "added_manifests_count",
+    }
 
     rewritten_manifests_count: int = 0
     added_manifests_count: int = 0
@@ -109,6 +114,7 @@ class RewriteManifestsPlan(MaintenancePlan[RewriteManifestsResult]):
 
     OPERATION: ClassVar[str] = "rewrite_manifests"
 
+    options: RewriteManifestsOptions
     branch: str
     spec_id: int | None
     sort_by: tuple[str, ...] = ()
@@ -525,26 +531,22 @@ def _plan_legacy(
     return groups, skipped
 
 
-class RewriteManifests(MaintenanceOperation[RewriteManifestsPlan, RewriteManifestsResult]):
-    """``table.maintenance.rewrite_manifests(spec_id=None, sort_by=None, use_caching=False)``."""
+class RewriteManifests(
+    MaintenanceOperation[RewriteManifestsPlan, RewriteManifestsResult, RewriteManifestsOptions]
+):
+    """``table.maintenance.rewrite_manifests(spec_id=None, sort_by=(), use_caching=False)``."""
 
     OPERATION = "rewrite_manifests"
-    OPTIONS = options_of(
-        Option("spec-id", "int", "rewrite the manifests of this partition spec (default: the current one)"),
-        Option("sort-by", "str-list", "partition fields to cluster entries by (default: all, in spec order)"),
-        Option("use-caching", "bool", "Spark caching in Iceberg's procedure; accepted, no effect here"),
-        Option("branch", "str", "the branch to rewrite (default main)"),
-    )
 
     def plan(self) -> RewriteManifestsPlan:
         md = self.table.metadata
-        branch = str(self.options.get("branch", MAIN_BRANCH))
-        spec_id = int(self.options.get("spec-id", md.default_spec_id))
+        branch = self.options.branch
+        spec_id = md.default_spec_id if self.options.spec_id is None else self.options.spec_id
         if spec_id not in md.specs:
             raise ValidationError(
                 f"rewrite_manifests: {self.table.name} has no partition spec {spec_id}; specs: {sorted(md.specs)}"
             )
-        sort_by = tuple(self.options.get("sort-by", ()))
+        sort_by = tuple(self.options.sort_by)
         names = [f.name for f in md.spec_by_id(spec_id).fields]
         unknown = [n for n in sort_by if n not in names]
         if unknown:
@@ -552,12 +554,7 @@ class RewriteManifests(MaintenanceOperation[RewriteManifestsPlan, RewriteManifes
                 f"rewrite_manifests: sort_by {unknown} are not partition fields of spec {spec_id}: {names}"
             )
         snap = md.snapshot_for_ref(branch)
-        options = {
-            "branch": branch,
-            "spec-id": spec_id,
-            "sort-by": list(sort_by),
-            "use-caching": bool(self.options.get("use-caching", False)),
-        }
+        options = dataclasses.replace(self.options, spec_id=spec_id)
         groups: list[ManifestGroup] = []
         leaf_groups: list[LeafGroup] = []
         skipped: list[Skipped] = []

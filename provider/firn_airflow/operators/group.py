@@ -1,5 +1,5 @@
 """``firn_table_maintenance``: the six maintenance operators of a table as one TaskGroup, chained
-in nightly order (``firn.maintenance.operations.NIGHTLY_ORDER``): rewrite deletion vectors ->
+in nightly order (``firn.maintenance.registry.nightly_order()``): rewrite deletion vectors ->
 compact -> flush the V4 root -> rewrite manifests -> expire snapshots -> remove orphan files.
 Deletes are merged before compaction so it reads fewer delete files; compaction comes before
 the flush and the manifest rewrite, which then see its output; expiry after them frees the
@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any, cast
 from airflow.sdk import TaskGroup, XComArg
 
 from firn.errors import ValidationError
-from firn.maintenance.operations import NIGHTLY_ORDER, REMOVE_ORPHAN_FILES
+from firn.maintenance import registry
+from firn.maintenance.operations import REMOVE_ORPHAN_FILES
 from firn.maintenance.options import normalize_name
 from firn_airflow.constants import DEFAULT_CONN_ID
 from firn_airflow.operators.base import FirnMaintenanceBaseOperator
-from firn_airflow.operators.maintenance import OPERATORS
+from firn_airflow.operators.maintenance import operator_for
 from firn_airflow.operators.outlets import is_template
 from firn_airflow.operators.recommended import operation_name
 
@@ -84,8 +85,9 @@ def firn_table_maintenance(
     if "options" in common:
         raise ValidationError("firn_table_maintenance: options differ per step; pass operation_options")
     per_op = {operation_name(k): dict(v) for k, v in (operation_options or {}).items()}
-    chosen = [operation_name(o) for o in operations] if operations is not None else list(NIGHTLY_ORDER)
-    steps = [op for op in NIGHTLY_ORDER if op in chosen]
+    nightly = registry.nightly_order()
+    chosen = [operation_name(o) for o in operations] if operations is not None else nightly
+    steps = [op for op in nightly if op in chosen]
     mapped = isinstance(table, list | tuple | XComArg)
     with TaskGroup(group_id=_group_id(table, group_id)) as group:
         previous: FirnMaintenanceBaseOperator | MappedOperator | None = None
@@ -101,7 +103,7 @@ def firn_table_maintenance(
             kwargs.update(task_id=op, firn_conn_id=firn_conn_id, runner=runner, options=options or None)
             if previous is not None:
                 kwargs.setdefault("trigger_rule", "all_done")
-            cls = OPERATORS[op]
+            cls = operator_for(op)
             task: FirnMaintenanceBaseOperator | MappedOperator
             if mapped:
                 task = cls.partial(**kwargs).expand(table=list(table) if isinstance(table, tuple) else table)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk.exceptions import AirflowSkipException
 
 from firn.errors import ValidationError
-from firn.maintenance.operations import NIGHTLY_ORDER, SHORT_NAMES
+from firn.maintenance import registry
 from firn_airflow.constants import EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
 from firn_airflow.operators.base import FirnMaintenanceBaseOperator, Work
 from firn_airflow.operators.lineage import maintenance_lineage
@@ -24,11 +24,11 @@ MAINTENANCE = "maintenance"
 
 def operation_name(name: str) -> str:
     """An operation by its ``table.maintenance`` name or short name (``compact``, ``expire``)."""
-    method = SHORT_NAMES.get(name, name)
-    if method not in NIGHTLY_ORDER:
-        known = ", ".join([*NIGHTLY_ORDER, *SHORT_NAMES])
+    spec = registry.spec(name)
+    if not spec.nightly:
+        known = ", ".join([*registry.nightly_order(), *registry.short_names()])
         raise ValidationError(f"unknown maintenance operation {name!r}; known: {known}")
-    return method
+    return spec.name
 
 
 class FirnMaintenanceOperator(FirnMaintenanceBaseOperator):

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from firn.errors import ValidationError
-from firn.maintenance.operations import resolve
+from firn.maintenance.base import dry_run_entry
 
 if TYPE_CHECKING:
     from firn.maintenance.health import TableHealth
@@ -51,7 +51,7 @@ def choose_runner(runner: str, health: TableHealth | None, spark_min_bytes: int)
 def operation_for(table: Table, method: str, options: Mapping[str, Any]) -> Any:
     """``table.maintenance.<method>(**options)``: options are checked here (an unknown or
     malformed option is a ValidationError naming it) before anything runs anywhere."""
-    return resolve(table.maintenance, method, table.format_version, dict(options))
+    return table.maintenance.operation(method, options)
 
 
 def _plain(entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -62,10 +62,7 @@ def _plain(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 def plan_entry(table: Table, method: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """The dry run: the plan as JSON, marked ``dry_run`` with its description."""
-    plan = operation_for(table, method, options).plan()
-    entry: dict[str, Any] = plan.to_dict()
-    entry.update({"dry_run": True, "description": str(plan)})
-    return _plain(entry)
+    return dry_run_entry(operation_for(table, method, options).plan())
 
 
 def run_local(table: Table, method: str, options: Mapping[str, Any]) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from firn import errors as firn_errors
 from firn.errors import FirnError, LeaseHeld
-from firn.maintenance.operations import SHORT_NAME_OF
+from firn.maintenance import registry
 from firn_airflow.operators.errors import SparkConnectionError, SparkJobFailed
 
 if TYPE_CHECKING:
@@ -194,9 +194,7 @@ class SparkMaintenanceJob:
         self.check()
         workdir: str | None = None
         if self.settings.result_dir:
-            result = (
-                f"{self.settings.result_dir.rstrip('/')}/firn-{SHORT_NAME_OF[method]}-{uuid.uuid4().hex}.json"
-            )
+            result = f"{self.settings.result_dir.rstrip('/')}/firn-{registry.spec(method).short_name}-{uuid.uuid4().hex}.json"
         else:
             workdir = tempfile.mkdtemp(prefix="firn-spark-result-")
             result = str(Path(workdir) / "result.json")
@@ -218,7 +216,7 @@ class SparkMaintenanceJob:
         user's), the job's arguments without it."""
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-        short = SHORT_NAME_OF[method]
+        short = registry.spec(method).short_name
         s = self.settings
         return SparkSubmitHook(
             conf={str(k): v for k, v in s.conf.items()},
