@@ -87,7 +87,7 @@ PLAN_MAX_PATHS = 10_000
 
 
 @dataclass(frozen=True, kw_only=True)
-class FileGroup:
+class FileKindGroup:
     """Files of one kind: how many, their bytes (files of unknown size count 0), and the paths
     with their sizes (-1: unknown), possibly only the first ones (see ``paths_complete``)."""
 
@@ -156,8 +156,8 @@ class ExpireSnapshotsResult(MaintenanceResult):
         )
 
 
-def _groups(files: FileSet, limit: int) -> tuple[dict[str, FileGroup], bool]:
-    out: dict[str, FileGroup] = {}
+def _groups(files: FileSet, limit: int) -> tuple[dict[str, FileKindGroup], bool]:
+    out: dict[str, FileKindGroup] = {}
     budget = limit
     complete = True
     for kind in FILE_KINDS:
@@ -168,7 +168,7 @@ def _groups(files: FileSet, limit: int) -> tuple[dict[str, FileGroup], bool]:
         listed = paths[: max(budget, 0)]
         budget -= len(listed)
         complete = complete and len(listed) == len(paths)
-        out[kind] = FileGroup(
+        out[kind] = FileKindGroup(
             count=len(group),
             bytes=sum(max(s, 0) for s in group.values()),
             paths=tuple(listed),
@@ -210,7 +210,7 @@ class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
     remove_schema_ids: tuple[int, ...] = ()
     gc_enabled: bool = True
     strategy: str = "none"
-    files: dict[str, FileGroup] = field(default_factory=dict)
+    files: dict[str, FileKindGroup] = field(default_factory=dict)
     paths_complete: bool = True
     skipped: tuple[Skipped, ...] = ()
     kept: tuple[Skipped, ...] = ()
@@ -573,5 +573,5 @@ __all__ = [
     "ExpireSnapshots",
     "ExpireSnapshotsPlan",
     "ExpireSnapshotsResult",
-    "FileGroup",
+    "FileKindGroup",
 ]

@@ -196,6 +196,11 @@ class MaintenanceOptions(JsonCodec):
         return out
 
     @classmethod
+    def valid_names(cls) -> list[str]:
+        """The Iceberg names of the options, sorted."""
+        return sorted(cls.iceberg_name(f.name) for f in dataclasses.fields(cls))
+
+    @classmethod
     def describe(cls) -> dict[str, str]:
         """Iceberg name -> what the option is for (CLI help, docs)."""
         return {cls.iceberg_name(f.name): str(f.metadata.get("doc", "")) for f in dataclasses.fields(cls)}
@@ -212,9 +217,10 @@ class MaintenanceOptions(JsonCodec):
             found = names.get(key)
             if found is None:
                 close = difflib.get_close_matches(key, list(names), n=3, cutoff=0.6)
-                hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-                valid = ", ".join(sorted({cls.iceberg_name(f.name) for f in dataclasses.fields(cls)}))
-                raise ValidationError(f"{cls.OPERATION} has no option {raw!r}{hint} (valid options: {valid})")
+                hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+                raise ValidationError(
+                    f"{cls.OPERATION} has no option {raw!r}{hint}; valid options: {', '.join(cls.valid_names())}"
+                )
             name, negated = found
             if name in kwargs:
                 raise ValidationError(f"{cls.OPERATION}: option {cls.iceberg_name(name)!r} was given twice")

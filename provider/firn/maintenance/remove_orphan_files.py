@@ -1,6 +1,6 @@
 """Orphan file removal (Iceberg's ``remove_orphan_files`` procedure), in two phases.
 
-``table.maintenance.remove_orphan_files(older_than=..., location=..., dry_run=...,
+``table.maintenance.remove_orphan_files(older_than=..., location=..., delete=...,
 prefix_mismatch_mode=..., equal_schemes=..., equal_authorities=..., max_concurrent_deletes=...,
 force=...)`` (Iceberg's ``stream_results`` and ``prefix_listing`` are accepted and change
 nothing; its Spark-only ``file_list_view`` is not an option here) lists the files under
@@ -29,8 +29,8 @@ Two phases (in the manner of S3 Tables; ``firn.maintenance.orphan_record``). A r
 deletes what it finds for the first time: it *records* new orphans with the time it first
 saw them, and deletes only orphans an earlier run recorded at least ``orphans.grace`` ago (a
 table property, default ``1d``) that are still unreferenced and unchanged. A recorded file
-that is referenced again, gone or changed is dropped from the record. ``dry_run`` (the
-default, as in Iceberg) plans both lists and writes nothing; with ``dry_run=False`` the run
+that is referenced again, gone or changed is dropped from the record. By default (Iceberg's
+``dry-run``, which is ``delete=False``) a run lists both and writes nothing; with ``delete=True`` the run
 deletes the due orphans as ``delete-files`` work units (after the references are checked again
 against the table as it is then), then writes the record.
 
@@ -186,7 +186,7 @@ class RemoveOrphanFilesPlan(MaintenancePlan[RemoveOrphanFilesResult]):
             f"{self.too_young} modified after {_when(self.older_than_ms)} kept, {self.hidden} hidden skipped",
             f"  {len(self.orphans)} orphans, {self.orphan_bytes} bytes; grace {_duration(self.grace_ms)} "
             f"(orphans.grace), record {self.record_location}"
-            + (" (dry run: nothing is recorded or deleted; pass dry_run=False)" if self.dry_run else ""),
+            + (" (dry run: nothing is recorded or deleted; pass delete=True)" if self.dry_run else ""),
             f"  to record (first seen now, deleted by a run at least {_duration(self.grace_ms)} later): "
             f"{len(self.to_record)}",
         ]

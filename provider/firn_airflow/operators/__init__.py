@@ -5,8 +5,8 @@
 
     from firn_airflow.operators import FirnRewriteDataFilesOperator, firn_table_maintenance
 
-    FirnRewriteDataFilesOperator(task_id="compact", table="db.events", runner="auto")
-    FirnRewriteDataFilesOperator.partial(task_id="compact", runner="local").expand(table=tables)
+    FirnRewriteDataFilesOperator(task_id="compact", table="db.events", execution="auto")
+    FirnRewriteDataFilesOperator.partial(task_id="compact", execution="worker").expand(table=tables)
     firn_table_maintenance("db.events", skip_if_not_recommended=True)
 """
 

@@ -10,7 +10,7 @@ A run, in order:
 3. unless it is a dry run, check the table's maintenance lease: held means skip, wait or fail
    (``on_lease_held``); the operation takes the lease itself, and a ``LeaseHeld`` it raises
    (a run that started in between) is handled the same way;
-4. run it where ``runner`` says (:mod:`firn_airflow.operators.runners`);
+4. run it where ``execution`` says (:mod:`firn_airflow.operators.execution`);
 5. return the typed result's ``to_dict()`` (XCom) and record it, with the table's health after
    the run, as the table asset's event (:mod:`firn_airflow.operators.outlets`); OpenLineage
    gets the files and bytes rewritten (:mod:`firn_airflow.operators.lineage`).
@@ -34,6 +34,14 @@ from firn.errors import FirnError, LeaseHeld, ValidationError
 from firn_airflow.assets import firn_asset
 from firn_airflow.constants import DEFAULT_CONN_ID, EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
 from firn_airflow.hooks.firn import FirnHook
+from firn_airflow.operators.execution import (
+    DEFAULT_SPARK_MIN_BYTES,
+    check_execution,
+    choose_execution,
+    operation_for,
+    plan_entry,
+    run_in_worker,
+)
 from firn_airflow.operators.lineage import (
     dataset_identity,
     deletion_summary,
@@ -42,14 +50,6 @@ from firn_airflow.operators.lineage import (
 )
 from firn_airflow.operators.options import merge_options
 from firn_airflow.operators.outlets import default_outlets, publish_event
-from firn_airflow.operators.runners import (
-    DEFAULT_SPARK_MIN_BYTES,
-    check_runner,
-    choose_runner,
-    operation_for,
-    plan_entry,
-    run_local,
-)
 from firn_airflow.operators.spark_job import DEFAULT_SPARK_CONN_ID, SparkMaintenanceJob, SparkSettings
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
     from firn.catalog.base import Catalog
     from firn.table.table import Table
-    from firn_airflow.hooks.firn import CatalogConfig
+    from firn_airflow.hooks.connection import FirnConnectionConfig
 
 LEASE_POLICIES = ("skip", "wait", "fail")
 DEFAULT_LEASE_WAIT_TIMEOUT_S = 3600.0
@@ -77,7 +77,7 @@ def owner_label(context: Mapping[str, Any]) -> str:
     return f"airflow {ti.dag_id}.{ti.task_id}{mapped} {ti.run_id}"
 
 
-def _in_context(error: FirnError, where: str, config: CatalogConfig) -> FirnError:
+def _in_context(error: FirnError, where: str, config: FirnConnectionConfig) -> FirnError:
     """The same kind of error with ``where`` added (and the connection's secrets removed)."""
     message = config.redact(f"{error} ({where})")
     try:
@@ -93,8 +93,9 @@ class FirnMaintenanceBaseOperator(BaseOperator):
     :param firn_conn_id: the Firn connection (default ``firn_default``).
     :param options: the operation's options by Iceberg name, hyphenated or with underscores
         (templated), e.g. ``{"min-input-files": 2}``.
-    :param runner: ``"spark"`` (spark-submit, default), ``"local"`` (in the worker) or
-        ``"auto"`` (Spark when the table's live data files exceed ``spark_min_bytes``).
+    :param execution: where the operation runs: ``"spark"`` (spark-submit, default),
+        ``"worker"`` (in the Airflow worker) or ``"auto"`` (Spark when the table's live data
+        files exceed ``spark_min_bytes``).
     :param spark_min_bytes: the ``auto`` threshold (default 1 GiB; templated, e.g. from a DAG
         param: ``"{{ params.spark_min_bytes }}"``).
     :param spark_conn_id: the Spark connection (must exist; default ``spark_default``).
@@ -145,7 +146,7 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         table: str,
         firn_conn_id: str = DEFAULT_CONN_ID,
         options: dict[str, Any] | None = None,
-        runner: str = "spark",
+        execution: str = "spark",
         spark_min_bytes: int | str = DEFAULT_SPARK_MIN_BYTES,
         spark_conn_id: str = DEFAULT_SPARK_CONN_ID,
         conf: dict[str, Any] | None = None,
@@ -169,7 +170,7 @@ class FirnMaintenanceBaseOperator(BaseOperator):
             kwargs["outlets"] = default_outlets(firn_conn_id, table)
         super().__init__(**kwargs)
         # Wrong choices fail when the DAG is parsed, not at 3 a.m.
-        check_runner(runner)
+        check_execution(execution)
         if on_lease_held not in LEASE_POLICIES:
             raise ValidationError(
                 f"on_lease_held must be one of {list(LEASE_POLICIES)}, got {on_lease_held!r}"
@@ -179,7 +180,7 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         self.table = table
         self.firn_conn_id = firn_conn_id
         self.options = options
-        self.runner = runner
+        self.execution = execution
         self.spark_min_bytes = spark_min_bytes
         self.spark_conn_id = spark_conn_id
         self.conf = conf
@@ -300,8 +301,8 @@ class FirnMaintenanceBaseOperator(BaseOperator):
             if reason is not None:
                 raise AirflowSkipException(reason)
             work = self.work(table)
-            runner = choose_runner(
-                self.runner, table.health() if self.runner == "auto" else None, self._spark_min_bytes()
+            execution = choose_execution(
+                self.execution, table.health() if self.execution == "auto" else None, self._spark_min_bytes()
             )
             deadline = time.monotonic() + self.lease_wait_timeout
             if not self.plan_only:
@@ -311,7 +312,7 @@ class FirnMaintenanceBaseOperator(BaseOperator):
                 table.refresh()
                 results.append(
                     self._run_one(
-                        table, operation, options, runner, catalog, config, extra_properties, deadline
+                        table, operation, options, execution, catalog, config, extra_properties, deadline
                     )
                 )
             table.refresh()
@@ -336,9 +337,9 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         table: Table,
         operation: str,
         options: dict[str, Any],
-        runner: str,
+        execution: str,
         catalog: Catalog,
-        config: CatalogConfig,
+        config: FirnConnectionConfig,
         extra_properties: dict[str, str],
         deadline: float,
     ) -> dict[str, Any]:
@@ -347,9 +348,9 @@ class FirnMaintenanceBaseOperator(BaseOperator):
             self.log.info("Planning %s on %s (dry run) with options %s", operation, name, options)
             return plan_entry(table, operation, options)
         fn: Callable[[], dict[str, Any]]
-        if runner == "local":
+        if execution == "worker":
             self.log.info("Running %s on %s in this worker with options %s", operation, name, options)
-            fn = lambda: run_local(table, operation, options)  # noqa: E731
+            fn = lambda: run_in_worker(table, operation, options)  # noqa: E731
         else:
             operation_for(table, operation, options)  # bad options fail here, before a JVM starts
             self._spark_job = job = SparkMaintenanceJob(

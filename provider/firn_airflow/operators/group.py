@@ -57,8 +57,8 @@ def firn_table_maintenance(
     table: str | list[str] | XComArg | Any,
     *,
     firn_conn_id: str = DEFAULT_CONN_ID,
-    runner: str = "spark",
-    orphans_dry_run: bool | str = True,
+    execution: str = "spark",
+    orphans_delete: bool | str = False,
     group_id: str | None = None,
     operations: list[str] | None = None,
     operation_options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -69,9 +69,10 @@ def firn_table_maintenance(
     :param table: a table name (templated), a list of names or an ``XComArg`` of names (each
         step is then mapped over them).
     :param firn_conn_id: the Firn connection.
-    :param runner: ``"spark"``, ``"local"`` or ``"auto"`` for every step.
-    :param orphans_dry_run: orphan removal only lists orphans unless this is False (or renders
-        to ``"false"``: it may be a template such as ``"{{ params.orphans_dry_run }}"``).
+    :param execution: ``"spark"``, ``"worker"`` or ``"auto"`` for every step.
+    :param orphans_delete: orphan removal only lists orphans unless this is True (or renders
+        to ``"true"``: it may be a template such as ``"{{ params.orphans_delete }}"``); it is
+        the step's ``delete`` option (Iceberg's ``dry-run`` negated).
     :param group_id: the TaskGroup's id (default ``maintain_<table>``; required unless the
         table is a plain name).
     :param operations: only these steps (names or short names), default all six.
@@ -98,9 +99,11 @@ def firn_table_maintenance(
                 if k not in _PER_OPERATION_KWARGS or op in _PER_OPERATION_KWARGS[k]
             }
             options = dict(per_op.get(op, {}))
-            if op == REMOVE_ORPHAN_FILES and not any(normalize_name(k) == "dry-run" for k in options):
-                options["dry-run"] = orphans_dry_run
-            kwargs.update(task_id=op, firn_conn_id=firn_conn_id, runner=runner, options=options or None)
+            if op == REMOVE_ORPHAN_FILES and not any(
+                normalize_name(k) in ("delete", "dry-run") for k in options
+            ):
+                options["delete"] = orphans_delete
+            kwargs.update(task_id=op, firn_conn_id=firn_conn_id, execution=execution, options=options or None)
             if previous is not None:
                 kwargs.setdefault("trigger_rule", "all_done")
             cls = operator_for(op)

@@ -104,7 +104,7 @@ class FirnExpireSnapshotsOperator(FirnMaintenanceBaseOperator):
 class FirnRemoveOrphanFilesOperator(FirnMaintenanceBaseOperator):
     """Find files under the table location that nothing references (Iceberg's
     ``remove_orphan_files``). Like Iceberg's procedure it changes nothing unless
-    ``options={"dry-run": False}``: by default the result lists the orphans (paths, count,
+    ``options={"delete": True}`` (Iceberg's ``dry-run`` false): by default the result lists the orphans (paths, count,
     bytes). With it, removal has two phases: a run records new orphans under
     ``metadata/orphans/`` and deletes those an earlier run recorded at least ``orphans.grace``
     ago (a table property, default ``1d``); only inside the table's own locations. The result

@@ -43,7 +43,7 @@ from firn_airflow.operators.errors import SparkConnectionError, SparkJobFailed
 if TYPE_CHECKING:
     import logging
 
-    from firn_airflow.hooks.firn import CatalogConfig
+    from firn_airflow.hooks.connection import FirnConnectionConfig
 
 DEFAULT_SPARK_CONN_ID = "spark_default"
 DEFAULT_SPARK_BINARY = "spark-submit"
@@ -68,7 +68,7 @@ class SparkSettings:
     result_dir: str | None = None
 
 
-def driver_environment(config: CatalogConfig, extra_properties: Mapping[str, str]) -> dict[str, str]:
+def driver_environment(config: FirnConnectionConfig, extra_properties: Mapping[str, str]) -> dict[str, str]:
     """The ``FIRN_CATALOG_*`` variables that give the job's driver the connection's catalog."""
     from firn.spark.config import ENV_CATALOG_PROPERTIES, ENV_CATALOG_URI, ENV_CATALOG_WAREHOUSE
 
@@ -122,7 +122,7 @@ class SparkMaintenanceJob:
     def __init__(
         self,
         settings: SparkSettings,
-        catalog: CatalogConfig,
+        catalog: FirnConnectionConfig,
         *,
         extra_properties: Mapping[str, str] | None = None,
         log: logging.Logger | Any = None,

@@ -48,7 +48,7 @@ from firn_airflow.operators.spark_job import DEFAULT_SPARK_CONN_ID, driver_envir
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from firn_airflow.hooks.firn import CatalogConfig
+    from firn_airflow.hooks.connection import FirnConnectionConfig
 
 
 def _require_spark_connection(conn_id: str) -> None:
@@ -117,7 +117,9 @@ class FirnSparkSubmitOperator(SparkSubmitOperator):
             config.conn_id,
         )
 
-    def _refuse_secrets_in_cluster_mode(self, config: CatalogConfig, connection: dict[str, Any]) -> None:
+    def _refuse_secrets_in_cluster_mode(
+        self, config: FirnConnectionConfig, connection: dict[str, Any]
+    ) -> None:
         # spark-submit's --deploy-mode (the connection's, or this operator's) wins over the conf.
         mode = connection.get("deploy_mode") or (self.conf or {}).get("spark.submit.deployMode")
         if mode == "cluster" and config.secrets:

@@ -62,7 +62,10 @@ def test_options_take_python_and_iceberg_spellings() -> None:
 @pytest.mark.parametrize(
     ("given", "message"),
     [
-        ({"min_inputs": 1}, "op has no option 'min_inputs'; did you mean 'min-input-files'"),
+        (
+            {"min_inputs": 1},
+            r"op has no option 'min_inputs' \(did you mean 'min-input-files'\?\); valid options: min-input-files",
+        ),
         ({"rewrite_al": True}, "did you mean 'rewrite-all'"),
         ({"min_input_files": "x"}, "option 'min-input-files' must be an integer"),
         ({"older_than": dt.datetime(2024, 1, 2)}, "needs a timezone-aware datetime"),
@@ -78,7 +81,10 @@ def test_bad_options_are_clear_errors(given: dict[str, object], message: str) ->
 
 def test_unknown_operation_option_fails_before_planning(sqlite_catalog: SqlCatalog) -> None:
     t = _v4_table(sqlite_catalog)
-    with pytest.raises(ValidationError, match="flush_root has no option 'forced'; did you mean 'force'"):
+    with pytest.raises(
+        ValidationError,
+        match=r"flush_root has no option 'forced' \(did you mean 'force'\?\); valid options: affiliate",
+    ):
         t.maintenance.flush_root(forced=True)  # type: ignore[call-arg]
 
 

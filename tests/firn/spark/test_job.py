@@ -162,7 +162,7 @@ def _plant_orphans(table: Table) -> None:
     for i in range(2):
         Path(table.location.removeprefix("file://"), "data", f"stray-{i}.parquet").write_bytes(b"x")
     # Phase one ran two days ago: the strays are recorded, so the job's run deletes them.
-    table.maintenance.remove_orphan_files(older_than=_later(), force=True, dry_run=False).run()
+    table.maintenance.remove_orphan_files(older_than=_later(), force=True, delete=True).run()
     backdate_orphan_record(table, 2 * 24 * 3600 * 1000)
 
 

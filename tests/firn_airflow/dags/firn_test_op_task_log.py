@@ -14,7 +14,7 @@ from airflow.sdk import DAG
 
 from firn_airflow.operators import FirnFlushRootManifestOperator, FirnRewriteDataFilesOperator
 
-GOOD = {"firn_conn_id": "firn_op_errors", "runner": "local"}
+GOOD = {"firn_conn_id": "firn_op_errors", "execution": "worker"}
 
 with DAG(
     dag_id="firn_test_op_task_log",
@@ -26,7 +26,7 @@ with DAG(
         task_id="flush_with_secrets",
         table="db.events",
         firn_conn_id="firn_op_secret",
-        runner="spark",
+        execution="spark",
         options={"force": True},
         conf={"spark.ui.enabled": "false"},
     )

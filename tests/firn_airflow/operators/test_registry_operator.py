@@ -23,7 +23,6 @@ def test_a_registered_toy_operation_runs_through_an_operator(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     catalog = spark_catalog(tmp_path)
-    catalog.create_namespace("db")
     t = catalog.create_table("db.toy", schema=SCHEMA)
     for i in range(2):
         t.append(pa.table({"id": [i]}, schema=SCHEMA))
@@ -32,7 +31,7 @@ def test_a_registered_toy_operation_runs_through_an_operator(
     with toy_registered():
         cls = operator_for(SHORT)
         assert cls.OPERATION == NAME and cls.__name__ == "FirnCountDataFilesOperator"
-        op = cls(task_id="toy", table="db.toy", firn_conn_id="firn_toy", runner="local")
+        op = cls(task_id="toy", table="db.toy", firn_conn_id="firn_toy", execution="worker")
         result = op.execute(context={})  # type: ignore[arg-type]
         assert result["operation"] == NAME and result["counted"] == 2
         figures = maintenance_lineage([result])

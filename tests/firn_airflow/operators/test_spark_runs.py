@@ -1,4 +1,4 @@
-"""The operators with ``runner="spark"``: real spark-submit (master ``local[2]``) through the Spark
+"""The operators with ``execution="spark"``: real spark-submit (master ``local[2]``) through the Spark
 provider's SparkSubmitHook, inside real ``dag.test()`` runs; the same results as the local
 runner; a killed job leaves no process behind; a lease held in the job is handled like one
 found before submitting. Spark-submit runs are few (one per operation family): each costs
