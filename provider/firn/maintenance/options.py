@@ -217,9 +217,9 @@ class MaintenanceOptions(JsonCodec):
             found = names.get(key)
             if found is None:
                 close = difflib.get_close_matches(key, list(names), n=3, cutoff=0.6)
-                hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+                hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
                 raise ValidationError(
-                    f"{cls.OPERATION} has no option {raw!r}{hint}; valid options: {', '.join(cls.valid_names())}"
+                    f"{cls.OPERATION} has no option {raw!r}; valid options: {', '.join(cls.valid_names())}{hint}"
                 )
             name, negated = found
             if name in kwargs:

@@ -144,8 +144,8 @@ def spec(name: str) -> OperationSpec:
     if found is None:
         known = [*short_names(), *_REGISTRY]
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-        hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
-        raise ValidationError(f"unknown maintenance operation {name!r}{hint}; known: {', '.join(known)}")
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise ValidationError(f"unknown maintenance operation {name!r}; known: {', '.join(known)}{hint}")
     return found
 
 

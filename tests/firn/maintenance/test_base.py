@@ -64,7 +64,7 @@ def test_options_take_python_and_iceberg_spellings() -> None:
     [
         (
             {"min_inputs": 1},
-            r"op has no option 'min_inputs' \(did you mean 'min-input-files'\?\); valid options: min-input-files",
+            "op has no option 'min_inputs'; valid options: min-input-files, .*; did you mean 'min-input-files'\\?",
         ),
         ({"rewrite_al": True}, "did you mean 'rewrite-all'"),
         ({"min_input_files": "x"}, "option 'min-input-files' must be an integer"),
@@ -83,7 +83,7 @@ def test_unknown_operation_option_fails_before_planning(sqlite_catalog: SqlCatal
     t = _v4_table(sqlite_catalog)
     with pytest.raises(
         ValidationError,
-        match=r"flush_root has no option 'forced' \(did you mean 'force'\?\); valid options: affiliate",
+        match=r"flush_root has no option 'forced'; valid options: affiliate, .*; did you mean 'force'\?",
     ):
         t.maintenance.flush_root(forced=True)  # type: ignore[call-arg]
 
