@@ -47,7 +47,7 @@ with DAG(
         task_id="compact",
         table=TABLE,
         firn_conn_id=FIRN_CONN_ID,
-        spark_conn_id=SPARK_CONN_ID,
+        spark={"conn_id": SPARK_CONN_ID},
         execution="auto",
         skip_if_not_recommended=True,
     )

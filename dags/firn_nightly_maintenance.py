@@ -54,7 +54,7 @@ with DAG(
         list_tables("{{ params.namespace }}"),
         group_id="maintain",
         firn_conn_id=FIRN_CONN_ID,
-        spark_conn_id=SPARK_CONN_ID,
+        spark={"conn_id": SPARK_CONN_ID},
         execution="auto",
         spark_min_bytes="{{ params.spark_min_bytes }}",
         orphans_delete="{{ params.orphans_delete }}",

@@ -50,6 +50,6 @@ with DAG(
         # thresholds say (a flush on its own acts only above them).
         options={"force": True},
         execution="spark",
-        spark_conn_id=SPARK_CONN_ID,
+        spark={"conn_id": SPARK_CONN_ID},
     )
     root_grew >> flush

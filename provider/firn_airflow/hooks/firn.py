@@ -5,7 +5,9 @@ maintenance operations run on them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
@@ -16,14 +18,23 @@ from firn_airflow.errors import FirnConnectionNotFound
 from firn_airflow.hooks.connection import FirnConnectionConfig, catalog_config, with_context
 
 if TYPE_CHECKING:
+    import logging
+
+    from airflow.sdk import Context
+
     from firn.catalog.base import Catalog
+    from firn.maintenance.base import MaintenancePlan, MaintenanceResult
     from firn.table.table import Table
+    from firn_airflow.hooks.spark_job import SparkMaintenanceJob, SparkSettings
 
 
 class FirnHook(BaseHook):
-    """Opens the Firn catalog that a ``firn`` connection describes.
+    """Opens the Firn catalog that a ``firn`` connection describes, loads its tables and runs
+    maintenance operations on them, in this worker or on Spark (:meth:`run_operation`).
 
     :param firn_conn_id: the Airflow connection id (default ``firn_default``).
+    :param catalog_properties: catalog properties added to the connection's for this hook's
+        catalog and its Spark jobs (the operators label the lease owner with the task).
     """
 
     conn_name_attr = "firn_conn_id"
@@ -31,11 +42,19 @@ class FirnHook(BaseHook):
     conn_type = CONN_TYPE
     hook_name = HOOK_NAME
 
-    def __init__(self, firn_conn_id: str = DEFAULT_CONN_ID, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        firn_conn_id: str = DEFAULT_CONN_ID,
+        *,
+        catalog_properties: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.firn_conn_id = firn_conn_id
+        self.catalog_properties = dict(catalog_properties or {})
         self._config: FirnConnectionConfig | None = None
         self._catalog: Catalog | None = None
+        self._spark_job: SparkMaintenanceJob | None = None
 
     # -- connection ------------------------------------------------------------------------------
     def get_config(self) -> FirnConnectionConfig:
@@ -56,6 +75,10 @@ class FirnHook(BaseHook):
         """The connection's Firn catalog (opened once per hook)."""
         if self._catalog is None:
             config = self.get_config()
+            if self.catalog_properties:
+                config = dataclasses.replace(
+                    config, properties={**config.properties, **self.catalog_properties}
+                )
             self._catalog = config.load()
             self.log.info(
                 "Opened Firn catalog %r at %s (connection %r)",
@@ -101,6 +124,46 @@ class FirnHook(BaseHook):
             return [".".join(ns) for ns in catalog.list_namespaces(parent)]
         except FirnError as e:
             raise with_context(e, f"connection {self.firn_conn_id!r}", self._config) from e
+
+    # -- maintenance --------------------------------------------------------------------------------
+    def run_operation(
+        self,
+        table: Table,
+        operation: str,
+        options: Mapping[str, Any],
+        *,
+        execution: Literal["worker", "spark"] = "worker",
+        dry_run: bool = False,
+        spark: SparkSettings | None = None,
+        context: Context | None = None,
+        log: logging.Logger | Any = None,
+    ) -> MaintenanceResult | MaintenancePlan[Any]:
+        """Run ``operation`` (a registry name or short name) with ``options`` (Iceberg's names)
+        on ``table`` and return its typed result: in this worker, or as a spark-submit job of
+        ``firn.spark.job`` (``spark``: the submission settings; the result comes back as JSON
+        and is rebuilt through ``firn.maintenance.registry``). Options are checked here, before
+        anything runs anywhere. ``dry_run`` only plans, in this worker, and returns the plan."""
+        from firn.maintenance import registry
+
+        op = table.maintenance.operation(operation, options)
+        if dry_run:
+            return op.plan()
+        if execution == "worker":
+            result: MaintenanceResult = op.run()
+            return result
+        from firn_airflow.hooks.spark_job import SparkMaintenanceJob, SparkSettings
+
+        job = self._spark_job = SparkMaintenanceJob(
+            spark or SparkSettings(), self.get_config(), extra_properties=self.catalog_properties, log=log
+        )
+        entry = job.run(registry.spec(operation).name, table.name, options, context)
+        return registry.result_from_dict(entry)
+
+    def kill(self) -> None:
+        """Stop the Spark job :meth:`run_operation` submitted, if any (a run in this worker
+        stops with the task process)."""
+        if self._spark_job is not None:
+            self._spark_job.kill()
 
     # -- connection test (the UI's "Test" button and `airflow connections test`) ---------------------
     def test_connection(self) -> tuple[bool, str]:

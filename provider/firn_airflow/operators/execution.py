@@ -1,5 +1,5 @@
 """Where a maintenance operation runs (``execution``): in the Airflow worker (``worker``) or as a
-spark-submit job (``spark``, :mod:`firn_airflow.operators.spark_job`), or ``auto``: Spark for
+spark-submit job (``spark``, :mod:`firn_airflow.hooks.spark_job`), or ``auto``: Spark for
 tables whose data exceed a size, the worker for smaller ones. (A library ``Runner`` is where
 an operation's work units run; ``execution`` is where the whole operation's driver runs.)
 

@@ -79,7 +79,7 @@ def firn_table_maintenance(
     :param operation_options: options per step, keyed by operation, e.g.
         ``{"rewrite_data_files": {"min-input-files": 2}}``.
     :param common: every other operator argument, for every step (``skip_if_not_recommended``,
-        ``on_lease_held``, ``spark_conn_id``, ``conf``, ...); ``older_than`` goes to expiry and
+        ``on_lease_held``, ``spark``, ...); ``older_than`` goes to expiry and
         orphan removal, ``retain_last`` to expiry.
     Task ids are the operation names (``rewrite_data_files``, ...) inside the group.
     """

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 from firn.errors import ValidationError
 from firn.maintenance import registry
+from firn.maintenance.base import MaintenanceResult
 from firn.maintenance.operations import EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES
 from firn_airflow.constants import ASSET_SCHEME
 
@@ -105,17 +106,23 @@ def deletion_summary(entry: Mapping[str, Any]) -> str | None:
     return prefix + ", ".join(parts)
 
 
-def maintenance_lineage(results: Iterable[Mapping[str, Any]]) -> MaintenanceLineage:
-    """Sum the figures of ``results`` (each an operation's ``result.to_dict()``)."""
+def maintenance_lineage(results: Iterable[Mapping[str, Any] | MaintenanceResult]) -> MaintenanceLineage:
+    """Sum the figures of ``results``: typed results (each carries its figures,
+    ``MaintenanceResult.lineage_figures``) or their ``to_dict()``."""
     totals: dict[str, int | None] = {}
     operations: list[str] = []
     for entry in results:
-        # A dry run's plan (``"dry_run": true`` with its ``description``) changed nothing, nor did
-        # a failed table's entry.
-        if "error" in entry or (entry.get("dry_run") is True and "description" in entry):
-            continue
-        operations.append(str(entry.get("operation")))
-        for key, value in _figures(entry).items():
+        if isinstance(entry, MaintenanceResult):
+            operations.append(entry.OPERATION)
+            figures: Mapping[str, int | None] = entry.lineage_figures()
+        else:
+            # A dry run's plan (``"dry_run": true`` with its ``description``) changed nothing,
+            # nor did a failed table's entry.
+            if "error" in entry or (entry.get("dry_run") is True and "description" in entry):
+                continue
+            operations.append(str(entry.get("operation")))
+            figures = _figures(entry)
+        for key, value in figures.items():
             if value is not None:
                 totals[key] = (totals.get(key) or 0) + value
     return MaintenanceLineage(operations=tuple(operations), **totals)

@@ -35,7 +35,7 @@ with DAG(
         execution = "worker" if runner == "local" else runner
         common = {"table": TABLE, "firn_conn_id": f"firn_op_{runner}", "execution": execution}
         if runner == "spark":
-            common["conf"] = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}
+            common["spark"] = {"conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}}
         chain(
             FirnRewriteDeletionVectorsOperator(
                 task_id=f"{runner}_rewrite_dvs", options={"min-input-files": 2}, **common

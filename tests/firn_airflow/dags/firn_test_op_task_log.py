@@ -28,7 +28,7 @@ with DAG(
         firn_conn_id="firn_op_secret",
         execution="spark",
         options={"force": True},
-        conf={"spark.ui.enabled": "false"},
+        spark={"conf": {"spark.ui.enabled": "false"}},
     )
     FirnRewriteDataFilesOperator(task_id="missing_table", table="db.nope", **GOOD)
     # A malformed literal name fails when the DAG is parsed; a rendered one when the task runs.
@@ -40,7 +40,7 @@ with DAG(
         task_id="missing_spark_conn",
         table="db.events",
         firn_conn_id="firn_op_errors",
-        spark_conn_id="spark_op_missing",
+        spark={"conn_id": "spark_op_missing"},
     )
     FirnRewriteDataFilesOperator(
         task_id="unknown_option", table="db.events", options={"min-input-filez": 2}, **GOOD

@@ -22,9 +22,9 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from firn.errors import LeaseHeld
 from firn_airflow.hooks.firn import FirnHook
+from firn_airflow.hooks.spark_job import SparkMaintenanceJob, SparkSettings
 from firn_airflow.operators import FirnExpireSnapshotsOperator, FirnRewriteDataFilesOperator
 from firn_airflow.operators.errors import SparkJobFailed
-from firn_airflow.operators.spark_job import SparkMaintenanceJob, SparkSettings
 from tests.firn_airflow.operators.helpers import (
     add_orphans,
     catalog_with_table,
@@ -139,7 +139,7 @@ def test_a_killed_job_leaves_no_process(
     deadline = time.monotonic() + 120
     processes: list[psutil.Process] = []
     while time.monotonic() < deadline:
-        job = operator._spark_job
+        job = operator._hook._spark_job if operator._hook is not None else None
         submit = getattr(job._hook, "_submit_sp", None) if job is not None else None
         if submit is not None and submit.poll() is None:
             parent = psutil.Process(submit.pid)
