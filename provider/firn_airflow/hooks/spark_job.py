@@ -5,7 +5,7 @@ with the same checks (:func:`preflight`).
 
 * **Connection.** The Spark connection must exist: ``SparkSubmitHook`` quietly submits to YARN
   when it cannot find it, so a missing connection is refused here first
-  (:class:`~firn_airflow.operators.errors.SparkConnectionError`), as is a ``spark-submit``
+  (:class:`~firn_airflow.errors.SparkConnectionError`), as is a ``spark-submit``
   that is not on ``PATH``. :func:`preflight` decides from the connection as the hook resolved
   it (master, deploy mode, binary), so the checks and the submission agree.
 * **OpenLineage.** When the ``[openlineage] spark_inject_parent_job_info`` /
@@ -60,7 +60,7 @@ from firn.errors import (
     ValidationError,
 )
 from firn.maintenance import registry
-from firn_airflow.operators.errors import SparkConnectionError, SparkJobFailed
+from firn_airflow.errors import SparkConnectionError, SparkJobFailed
 
 if TYPE_CHECKING:
     import logging

@@ -18,7 +18,7 @@ and in spark-submit's log line. The job then needs no catalog options::
     )
 
 Before anything is submitted, each of these is one clear task error
-(:class:`~firn_airflow.operators.errors.SparkConnectionError`):
+(:class:`~firn_airflow.errors.SparkConnectionError`):
 
 * the Spark connection does not exist (``SparkSubmitHook`` would otherwise submit to YARN
   without a word);

@@ -11,6 +11,7 @@ import pytest
 from firn.errors import LeaseHeld, NoSuchTable, ValidationError
 from firn.spark.config import ENV_CATALOG_PROPERTIES, ENV_CATALOG_URI, ENV_CATALOG_WAREHOUSE
 from firn.spark.job import path as job_path
+from firn_airflow.errors import SparkConnectionError, SparkJobFailed
 from firn_airflow.hooks.connection import FirnConnectionConfig
 from firn_airflow.hooks.spark_job import (
     SparkMaintenanceJob,
@@ -19,7 +20,6 @@ from firn_airflow.hooks.spark_job import (
     entry_error,
     job_arguments,
 )
-from firn_airflow.operators.errors import SparkConnectionError, SparkJobFailed
 from tests.firn_airflow.operators.helpers import set_spark_connection
 
 pytestmark = pytest.mark.airflow

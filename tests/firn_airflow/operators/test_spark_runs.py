@@ -21,10 +21,10 @@ import pytest
 from airflow.sdk.exceptions import AirflowSkipException
 
 from firn.errors import LeaseHeld
+from firn_airflow.errors import SparkJobFailed
 from firn_airflow.hooks.firn import FirnHook
 from firn_airflow.hooks.spark_job import SparkMaintenanceJob, SparkSettings
 from firn_airflow.operators import FirnExpireSnapshotsOperator, FirnRewriteDataFilesOperator
-from firn_airflow.operators.errors import SparkJobFailed
 from tests.firn_airflow.operators.helpers import (
     add_orphans,
     catalog_with_table,
