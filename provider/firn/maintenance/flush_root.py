@@ -31,6 +31,7 @@ from firn.maintenance.base import (
 )
 from firn.maintenance.options import FlushRootOptions
 from firn.maintenance.runner import UnitResult
+from firn.maintenance.tree_writer import MaintenanceTreeWriter
 from firn.spec import summary as S
 from firn.spec.properties import (
     ROOT_MAX_BYTES,
@@ -123,20 +124,15 @@ class FlushRootPlan(MaintenancePlan[FlushRootResult]):
         )
 
 
-class _FlushTree:
-    def __init__(self, action: _FlushAction) -> None:
-        self.action = action
-        self._in_use: set[str] = set()
-
-    def write(
+class _FlushTree(MaintenanceTreeWriter["_FlushAction"]):
+    def write_tree(
         self,
         base: TableMetadata,
         parent: Snapshot | None,
-        changes: PendingFiles,
+        ctx: CommitContext,
         snapshot_id: int,
         sequence_number: int,
-        ctx: CommitContext,
-    ) -> TreeResult:
+    ) -> tuple[TreeResult, set[str]]:
         from firn.manifests.v4_io import write_v4_manifest
 
         root = root_for_next_snapshot(root_table(ctx.io, base, parent))
@@ -154,7 +150,6 @@ class _FlushTree:
         location = root_location(base, snapshot_id, ctx.attempt)
         ctx.written.append(location)
         size = write_v4_manifest(ctx.io, location, root, "root")
-        self._in_use = {location, *stats.leaves}
         extra = {
             S.FLUSHED_DATA_FILES: str(stats.data_files_moved),
             S.FLUSHED_DELETE_FILES: str(stats.delete_files_moved),
@@ -163,12 +158,10 @@ class _FlushTree:
             S.ROOT_MANIFEST_SIZE: str(size),
             S.ROOT_ENTRIES: str(root.num_rows),
         }
-        return TreeResult(
+        result = TreeResult(
             root_manifest=location, added_rows=0 if base.tracks_row_lineage else None, summary_extra=extra
         )
-
-    def files_in_use(self) -> set[str]:
-        return set(self._in_use)
+        return result, {location, *stats.leaves}
 
 
 class _FlushAction(SnapshotProducer):

@@ -54,13 +54,12 @@ from firn.maintenance.base import (
 from firn.maintenance.dangling_deletes import dangling_deletes
 from firn.maintenance.data_file_rewriter import UNIT_KIND, parse_sort_order, rewrite_file_group
 from firn.maintenance.options import RewriteDataFilesOptions
-from firn.maintenance.rewrite_commit import GroupChange, commit_groups
+from firn.maintenance.rewrite_commit import GroupChange, commit_groups, commit_in_batches
 from firn.maintenance.rewrite_planning import (
     FileGroup,
     FileSizes,
     GroupFile,
     branch_scan,
-    commit_batches,
     delete_ratio,
     live_delete_entries,
     order_groups,
@@ -221,28 +220,21 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
                 continue
             changes.append(_group_change(g, r))
         max_commits = self.options.partial_progress_max_commits if partial else 1
-        snapshot_ids: list[int] = []
-        committed: list[GroupChange] = []
-        failed_commits = 0
-        for batch in commit_batches(changes, max_commits):
-            outcome = commit_groups(
-                table,
-                batch,
-                starting_snapshot_id=self.snapshot_id,
-                data_sequence_number=self.data_sequence_number,
-                branch=self.branch,
-                snapshot_properties={S.MAINTENANCE_OPERATION: self.OPERATION},
-            )
-            if outcome.snapshot_id is not None:
-                snapshot_ids.append(outcome.snapshot_id)
-            else:
-                failed_commits += 1
-            committed += outcome.committed
-            for gid, reason in outcome.failed.items():
-                g = groups[gid]
-                failed.append(
-                    FailedGroup(group_id=gid, partition=g.partition, files=len(g.files), reason=reason)
-                )
+        dropped: dict[int, str] = {}
+        done = commit_in_batches(
+            table,
+            changes,
+            max_commits,
+            operation=self.OPERATION,
+            starting_snapshot_id=self.snapshot_id,
+            data_sequence_number=self.data_sequence_number,
+            branch=self.branch,
+            failed=dropped,
+        )
+        snapshot_ids, committed, failed_commits = done.snapshot_ids, done.committed, done.failed_commits
+        for gid, reason in dropped.items():
+            g = groups[gid]
+            failed.append(FailedGroup(group_id=gid, partition=g.partition, files=len(g.files), reason=reason))
         dangling = 0
         if self.options.remove_dangling_deletes:
             sid, dangling = _remove_dangling(table, self.branch)

@@ -51,11 +51,10 @@ from firn.maintenance.base import (
 )
 from firn.maintenance.dangling_deletes import dangling_deletes
 from firn.maintenance.options import RewriteDeletionVectorsOptions
-from firn.maintenance.rewrite_commit import GroupChange, commit_groups
+from firn.maintenance.rewrite_commit import GroupChange, commit_in_batches
 from firn.maintenance.rewrite_planning import (
     FileSizes,
     branch_scan,
-    commit_batches,
     known_deleted_records,
     live_delete_entries,
     pack,
@@ -70,7 +69,6 @@ from firn.maintenance.runner import (
     execute_unit,
     make_unit,
 )
-from firn.spec import summary as S
 from firn.spec.content import DataFile, FileContent
 from firn.spec.content_json import data_file_from_json, data_file_to_json
 from firn.spec.deletion_scope import DeletionScope
@@ -231,23 +229,18 @@ class RewriteDeletionVectorsPlan(MaintenancePlan[RewriteDeletionVectorsResult]):
         # Groups others depend on commit first; dependents (removals) go last.
         changes.sort(key=lambda c: bool(c.depends_on))
         max_commits = self.options.partial_progress_max_commits if partial else 1
-        snapshot_ids: list[int] = []
-        committed: list[GroupChange] = []
-        for batch in commit_batches(changes, max_commits):
-            outcome = commit_groups(
-                table,
-                batch,
-                starting_snapshot_id=self.snapshot_id,
-                data_sequence_number=None,
-                branch=self.branch,
-                snapshot_properties={S.MAINTENANCE_OPERATION: self.OPERATION},
-                failed_before=failed,
-            )
-            if outcome.snapshot_id is not None:
-                snapshot_ids.append(outcome.snapshot_id)
-            committed += outcome.committed
-            failed.update(outcome.failed)
-        return self._result(committed, failed, snapshot_ids)
+        done = commit_in_batches(
+            table,
+            changes,
+            max_commits,
+            operation=self.OPERATION,
+            starting_snapshot_id=self.snapshot_id,
+            data_sequence_number=None,
+            branch=self.branch,
+            failed=failed,
+            failed_before=failed,
+        )
+        return self._result(done.committed, failed, done.snapshot_ids)
 
     def _result(
         self, committed: list[GroupChange], failed: dict[int, str], snapshot_ids: list[int]

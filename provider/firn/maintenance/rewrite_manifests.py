@@ -62,6 +62,7 @@ from firn.maintenance.rewrite_manifests_v4 import (
 from firn.maintenance.rewrite_planning import pack
 from firn.maintenance.runner import UnitContext, UnitFunction, UnitResult, WorkUnit, execute_unit, make_unit
 from firn.maintenance.serde import from_jsonable, to_jsonable
+from firn.maintenance.tree_writer import MaintenanceTreeWriter
 from firn.manifests.manifest import read_manifest, write_manifest
 from firn.manifests.manifest_list import write_manifest_list
 from firn.spec import summary as S
@@ -273,28 +274,25 @@ class _RewriteManifestsAction(SnapshotProducer):
             self.dropped[gid] = reason
 
 
-class _Tree:
-    def __init__(self, action: _RewriteManifestsAction) -> None:
-        self.action = action
-        self._in_use: set[str] = set()
-
-    def write(
+class _Tree(MaintenanceTreeWriter["_RewriteManifestsAction"]):
+    def write_tree(
         self,
         base: TableMetadata,
         parent: Snapshot | None,
-        changes: PendingFiles,
+        ctx: CommitContext,
         snapshot_id: int,
         sequence_number: int,
-        ctx: CommitContext,
-    ) -> TreeResult:
+    ) -> tuple[TreeResult, set[str]]:
         a = self.action
         applied = set(a.applied)
         outputs = {p for gid in applied for p in a.written.get(gid, [])}
         if parent is not None and base.uses_root_manifest:
             location, extra = self._root(base, parent, ctx, snapshot_id, sequence_number, applied)
-            self._in_use = {location, *outputs}
             added_rows = 0 if base.tracks_row_lineage else None
-            return TreeResult(root_manifest=location, added_rows=added_rows, summary_extra=extra)
+            return TreeResult(root_manifest=location, added_rows=added_rows, summary_extra=extra), {
+                location,
+                *outputs,
+            }
         replaced = {m["manifest-path"] for g in a.plan.groups if g.group_id in applied for m in g.manifests}
         new = [
             manifest_file_from_json(m).evolve(added_snapshot_id=snapshot_id)
@@ -315,7 +313,6 @@ class _Tree:
             sequence_number=sequence_number,
             first_row_id=base.next_row_id,
         )
-        self._in_use = {list_location, *outputs}
         added_rows = None
         if result.next_row_id is not None and base.next_row_id is not None:
             added_rows = result.next_row_id - base.next_row_id
@@ -325,7 +322,8 @@ class _Tree:
             S.MANIFESTS_REPLACED: str(len(replaced)),
             S.ENTRIES_PROCESSED: str(sum(a.entries[g] for g in applied)),
         }
-        return TreeResult(manifest_list=list_location, added_rows=added_rows, summary_extra=extra)
+        in_use = {list_location, *outputs}
+        return TreeResult(manifest_list=list_location, added_rows=added_rows, summary_extra=extra), in_use
 
     def _root(
         self,
@@ -381,9 +379,6 @@ class _Tree:
             S.ROOT_ENTRIES: str(out.num_rows),
         }
         return location, extra
-
-    def files_in_use(self) -> set[str]:
-        return set(self._in_use)
 
 
 # -- the work units -------------------------------------------------------------------------------------

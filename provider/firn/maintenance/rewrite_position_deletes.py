@@ -46,7 +46,7 @@ from firn.maintenance.base import (
 )
 from firn.maintenance.dangling_deletes import dangling_deletes
 from firn.maintenance.options import RewritePositionDeleteFilesOptions
-from firn.maintenance.rewrite_commit import GroupChange, commit_groups
+from firn.maintenance.rewrite_commit import GroupChange, commit_in_batches
 from firn.maintenance.rewrite_deletion_vectors import (
     RewriteDeletionVectorsPlan,
     plan_dv_groups,
@@ -55,7 +55,6 @@ from firn.maintenance.rewrite_deletion_vectors import (
 from firn.maintenance.rewrite_planning import (
     FileSizes,
     branch_scan,
-    commit_batches,
     live_delete_entries,
     order_groups,
     pack,
@@ -71,7 +70,6 @@ from firn.maintenance.runner import (
     execute_unit,
     make_unit,
 )
-from firn.spec import summary as S
 from firn.spec.content import DataFile, FileContent
 from firn.spec.content_json import data_file_from_json, data_file_to_json
 from firn.spec.deletion_scope import DeletionScope
@@ -225,21 +223,17 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
                 )
             )
         max_commits = self.options.partial_progress_max_commits if partial else 1
-        snapshot_ids: list[int] = []
-        committed: list[GroupChange] = []
-        for batch in commit_batches(changes, max_commits):
-            outcome = commit_groups(
-                table,
-                batch,
-                starting_snapshot_id=self.snapshot_id,
-                data_sequence_number=None,
-                branch=self.branch,
-                snapshot_properties={S.MAINTENANCE_OPERATION: self.OPERATION},
-            )
-            if outcome.snapshot_id is not None:
-                snapshot_ids.append(outcome.snapshot_id)
-            committed += outcome.committed
-            failed.update(outcome.failed)
+        done = commit_in_batches(
+            table,
+            changes,
+            max_commits,
+            operation=self.OPERATION,
+            starting_snapshot_id=self.snapshot_id,
+            data_sequence_number=None,
+            branch=self.branch,
+            failed=failed,
+        )
+        snapshot_ids, committed = done.snapshot_ids, done.committed
         dangling_ids = {g.group_id for g in self.groups if g.dangling}
 
         def size(files: Sequence[DataFile]) -> int:
