@@ -36,7 +36,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from _harness import BENCH_DIR, median, ms, verdict, workdir
+from _harness import BENCH_DIR, final_verdict, median, ms, verdict, workdir
 from firn.manifests.cache import clear_caches
 from firn.manifests.v4_io import clear_v4_cache
 
@@ -241,6 +241,7 @@ def main() -> int:
     )
     ratio = statistics.median([r["s3"] / r["local"] for r in rows.values()])
     print(f"median S3/local ratio over the operations: {ratio:.1f}x (loopback: no network latency)")
+    final_verdict()
     return 0 if v4 < v2 else 1
 
 

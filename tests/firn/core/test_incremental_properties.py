@@ -56,7 +56,9 @@ def _rows(ids: list[int], tag: str) -> pa.Table:
 
 
 def _victims(t: Table, seed: int) -> list[int]:
-    ids = sorted(t.scan(columns=["id"]).to_arrow().column("id").to_pylist())
+    # An "undelete" can bring back a row an upsert replaced, so an id may be live twice: the
+    # victims are distinct ids (upsert input may hold each key once).
+    ids = sorted(set(t.scan(columns=["id"]).to_arrow().column("id").to_pylist()))
     return [x for x in ids if (x * 7 + seed) % 5 == 0][:6]
 
 
