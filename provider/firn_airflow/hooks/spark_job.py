@@ -145,6 +145,17 @@ def job_arguments(operation: str, table: str, options: Mapping[str, Any], result
     ]
 
 
+def job_operation(method: str) -> str:
+    """The Spark job's operation (the registry's short name) that runs ``method``."""
+    spec = registry.spec(method)
+    if spec.short_name is None:
+        raise ValidationError(
+            f"{spec.name} has no Spark job operation of its own (it runs as another operation's "
+            "fallback); run that operation instead"
+        )
+    return spec.short_name
+
+
 def entry_error(entry: Mapping[str, Any], method: str, table: str) -> FirnError:
     """The task error for a job result entry that reports a failure: the same Firn error class
     when it is one (``LeaseHeld``, ``NoSuchTable``, ``ValidationError``, ...)."""
@@ -214,7 +225,9 @@ class SparkMaintenanceJob:
         self.check()
         workdir: str | None = None
         if self.settings.result_dir:
-            result = f"{self.settings.result_dir.rstrip('/')}/firn-{registry.spec(method).short_name}-{uuid.uuid4().hex}.json"
+            result = (
+                f"{self.settings.result_dir.rstrip('/')}/firn-{job_operation(method)}-{uuid.uuid4().hex}.json"
+            )
         else:
             workdir = tempfile.mkdtemp(prefix="firn-spark-result-")
             result = str(Path(workdir) / "result.json")
@@ -249,7 +262,7 @@ class SparkMaintenanceJob:
         user's), the job's arguments without it, OpenLineage's properties in the conf."""
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-        short = registry.spec(method).short_name
+        short = job_operation(method)
         s = self.settings
         return SparkSubmitHook(
             conf=openlineage_conf({str(k): v for k, v in s.conf.items()}, context),
@@ -423,6 +436,7 @@ __all__ = [
     "driver_environment",
     "entry_error",
     "job_arguments",
+    "job_operation",
     "openlineage_conf",
     "preflight",
     "require_spark_connection",
