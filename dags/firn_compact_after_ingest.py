@@ -2,9 +2,10 @@
 
 Scheduled on the table's asset, which ``firn_ingest_events`` updates after every ingest (an
 ``AssetWatcher`` with ``FirnCommitTrigger`` works too: see ``firn_airflow.triggers.commit``).
-Maintenance on the table records its results on the same asset, so the first task looks at
-what triggered the run and goes on only for new data, never for a maintenance event (which
-would otherwise re-trigger this DAG after its own compaction).
+Maintenance records its results on the table's *maintenance* asset
+(``firn://firn_default/demo/events?kind=maintenance``), not on this one, so this DAG runs for
+new data only: its own compaction does not trigger it again, and no task has to check why it
+was triggered.
 
 Compaction runs when the table crosses its health thresholds: ``recommend()`` asks for it
 once ``maintenance.compact.min-small-files`` small files make up at least
@@ -16,10 +17,9 @@ worker (``execution="auto"``).
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import DAG, get_current_context, task
+from airflow.sdk import DAG
 
 from firn_airflow.assets import firn_asset
-from firn_airflow.constants import EVENT_OPERATION
 from firn_airflow.operators import FirnRewriteDataFilesOperator
 
 FIRN_CONN_ID = "firn_default"
@@ -36,14 +36,7 @@ with DAG(
     doc_md=__doc__,
     tags=["firn", "maintenance"],
 ) as dag:
-
-    @task.short_circuit(inlets=[EVENTS])
-    def new_data() -> bool:
-        """True unless every triggering event is a maintenance result (a manual run: True)."""
-        events = get_current_context()["triggering_asset_events"].get(EVENTS, [])
-        return not events or any(EVENT_OPERATION not in (event.extra or {}) for event in events)
-
-    compact = FirnRewriteDataFilesOperator(
+    FirnRewriteDataFilesOperator(
         task_id="compact",
         table=TABLE,
         firn_conn_id=FIRN_CONN_ID,
@@ -51,4 +44,3 @@ with DAG(
         execution="auto",
         skip_if_not_recommended=True,
     )
-    new_data() >> compact

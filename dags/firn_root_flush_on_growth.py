@@ -2,10 +2,12 @@
 
 Every commit to a V4 table rewrites its root manifest, so a root that keeps growing makes
 every small commit slower. ``FirnTableHealthSensor`` waits (deferred to the triggerer, so no
-worker slot is held) until the root holds ``root_data_files >= 200`` entries -- the
-``commit.root.max-data-files`` default -- then the flush moves the root's entries into leaf
-manifests with a spark-submit of ``firn.spark.job``. A run that sees no growth within its
-timeout ends skipped (``soft_fail``); the next hourly run waits again.
+worker slot is held) until the root holds as many data files as the table's own
+``commit.root.max-data-files`` says (200 unless the table sets it; the demo table sets 8),
+read from the table at every poll -- so the DAG fires wherever the table's threshold is, and
+follows a change of it -- then the flush moves the root's entries into leaf manifests with a
+spark-submit of ``firn.spark.job``. A run that sees no growth within its timeout ends skipped
+(``soft_fail``); the next hourly run waits again.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from firn_airflow.sensors import FirnTableHealthSensor
 FIRN_CONN_ID = "firn_default"
 SPARK_CONN_ID = "spark_default"
 TABLE = "demo.events"
-ROOT_DATA_FILES = 200
 
 with DAG(
     dag_id="firn_root_flush_on_growth",
@@ -36,7 +37,7 @@ with DAG(
         task_id="root_grew",
         table=TABLE,
         firn_conn_id=FIRN_CONN_ID,
-        conditions={"root_data_files": f">= {ROOT_DATA_FILES}"},
+        conditions={"root_data_files": ">= property commit.root.max-data-files"},
         deferrable=True,
         poke_interval=60,
         timeout=timedelta(minutes=55).total_seconds(),

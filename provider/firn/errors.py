@@ -48,6 +48,15 @@ class ValidationConflict(CommitConflict):
     """
 
 
+class RewrittenConcurrently(ValidationConflict):
+    """The only conflicts are concurrent ``replace`` commits (compaction, delete-file or
+    manifest rewrites, root flushes) that moved rows this change planned against.
+
+    They changed no rows, so a change that can plan again (``delete``, ``overwrite``,
+    ``upsert``, ``firn.spark.delete``; explicit positions followed by ``_row_id``) does so on
+    the refreshed table instead of failing; one that cannot reports this with the reason."""
+
+
 class StalePlan(ValidationConflict):
     """A maintenance plan made earlier no longer matches the table: plan again."""
 
@@ -112,6 +121,7 @@ __all__ = [
     "NoSuchView",
     "NotAuthorized",
     "NotFound",
+    "RewrittenConcurrently",
     "StalePlan",
     "Unsupported",
     "ValidationConflict",

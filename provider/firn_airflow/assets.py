@@ -7,6 +7,12 @@ reads events from). A nested namespace takes one path segment per level
 (``firn://firn_default/a/b/t`` is table ``t`` in namespace ``a.b``); each segment is
 percent-encoded.
 
+Maintenance results go to an asset of their own per table, :func:`maintenance_asset`:
+``firn://<catalog>/<namespace>/<table>?kind=maintenance`` (named
+``<catalog>.<namespace>.<table>:maintenance``). The table's own asset carries new data only (the
+ingest DAGs' outlets), so a DAG scheduled on it runs for new data and never for the table's
+compaction; a DAG that wants to follow maintenance schedules on the maintenance asset.
+
 Registered with Airflow as the ``firn`` scheme's URI handler (:func:`sanitize_uri`) and asset
 factory (:func:`create_asset`) in :mod:`firn_airflow.get_provider_info`.
 """
@@ -19,7 +25,10 @@ from urllib.parse import SplitResult, quote, unquote, urlsplit
 from airflow.sdk import Asset
 
 from firn.errors import ValidationError
-from firn_airflow.constants import ASSET_GROUP, ASSET_SCHEME
+from firn_airflow.constants import ASSET_GROUP, ASSET_SCHEME, MAINTENANCE_KIND
+
+# The query that marks a table's maintenance asset (the only query a firn:// URI may have).
+MAINTENANCE_QUERY = f"kind={MAINTENANCE_KIND}"
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -42,8 +51,18 @@ def table_asset_uri(catalog: str, table: str) -> str:
     return f"{ASSET_SCHEME}://{catalog}/{path}"
 
 
+def maintenance_asset_uri(catalog: str, table: str) -> str:
+    """``firn://<catalog>/<namespace...>/<table>?kind=maintenance``: the table's maintenance asset."""
+    return f"{table_asset_uri(catalog, table)}?{MAINTENANCE_QUERY}"
+
+
+def is_maintenance_uri(uri: str) -> bool:
+    """Whether ``uri`` is a table's maintenance asset (not the table's data asset)."""
+    return urlsplit(uri).query == MAINTENANCE_QUERY
+
+
 def parse_asset_uri(uri: str) -> tuple[str, str]:
-    """``(catalog, "ns.table")`` from a ``firn://`` asset URI."""
+    """``(catalog, "ns.table")`` from a ``firn://`` asset URI (a table's or its maintenance asset)."""
     parts = urlsplit(uri)
     if parts.scheme.lower() != ASSET_SCHEME:
         raise ValidationError(f"{uri!r} is not a {ASSET_SCHEME}:// asset URI")
@@ -73,6 +92,28 @@ def firn_asset(catalog: str, table: str, *, extra: Mapping[str, Any] | None = No
     )
 
 
+def maintenance_asset(catalog: str, table: str, *, extra: Mapping[str, Any] | None = None) -> Asset:
+    """The asset that maintenance on ``table`` in ``catalog`` records its results on.
+
+    Apart from :func:`firn_asset` so that DAGs scheduled on the table run for new data only.
+    """
+    return Asset(
+        name=f"{asset_name(catalog, table)}:{MAINTENANCE_KIND}",
+        uri=maintenance_asset_uri(catalog, table),
+        group=ASSET_GROUP,
+        extra=dict(extra or {}),
+    )
+
+
+def maintenance_asset_of(asset: Asset) -> Asset:
+    """The maintenance asset of the table whose :func:`firn_asset` is ``asset`` (itself when it
+    is one already)."""
+    if is_maintenance_uri(asset.uri):
+        return asset
+    catalog, table = parse_asset_uri(asset.uri)
+    return maintenance_asset(catalog, table)
+
+
 def create_asset(*, catalog: str, table: str, extra: Mapping[str, Any] | None = None) -> Asset:
     """Asset factory for the ``firn`` scheme (Airflow's hook-lineage and provider factories)."""
     return firn_asset(catalog, table, extra=extra)
@@ -88,8 +129,11 @@ def sanitize_uri(uri: SplitResult) -> SplitResult:
         raise ValueError(f"{ASSET_SCHEME}:// asset URIs name a catalog: firn://<catalog>/<namespace>/<table>")
     if ":" in uri.netloc:
         raise ValueError(f"{ASSET_SCHEME}:// asset URI {uri.geturl()!r}: the catalog part cannot have a port")
-    if uri.query:
-        raise ValueError(f"{ASSET_SCHEME}:// asset URI {uri.geturl()!r} takes no query")
+    if uri.query and uri.query != MAINTENANCE_QUERY:
+        raise ValueError(
+            f"{ASSET_SCHEME}:// asset URI {uri.geturl()!r} takes no query but {MAINTENANCE_QUERY!r} "
+            "(the table's maintenance asset)"
+        )
     path = uri.path.rstrip("/")
     segments = path.lstrip("/").split("/") if path else []
     if len(segments) < 2 or any(not s for s in segments):
@@ -100,4 +144,16 @@ def sanitize_uri(uri: SplitResult) -> SplitResult:
     return uri._replace(path=path)
 
 
-__all__ = ["asset_name", "create_asset", "firn_asset", "parse_asset_uri", "sanitize_uri", "table_asset_uri"]
+__all__ = [
+    "MAINTENANCE_QUERY",
+    "asset_name",
+    "create_asset",
+    "firn_asset",
+    "is_maintenance_uri",
+    "maintenance_asset",
+    "maintenance_asset_of",
+    "maintenance_asset_uri",
+    "parse_asset_uri",
+    "sanitize_uri",
+    "table_asset_uri",
+]

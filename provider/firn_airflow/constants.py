@@ -32,6 +32,9 @@ DEFAULT_CATALOG_NAME = "default"
 # -- assets ------------------------------------------------------------------------------------
 ASSET_SCHEME = "firn"
 ASSET_GROUP = "firn"
+# A table's maintenance results go to its maintenance asset (``...?kind=maintenance``), apart
+# from the table's data asset (firn_airflow.assets).
+MAINTENANCE_KIND = "maintenance"
 
 # Keys of a maintenance asset event's ``extra``: the operation that ran, its typed result
 # (``result.to_dict()``) and the table's health measured after it (``table.health().to_dict()``).
@@ -57,4 +60,5 @@ __all__ = [
     "EXTRA_WAREHOUSE",
     "HOOK_NAME",
     "INTEGRATION_NAME",
+    "MAINTENANCE_KIND",
 ]

@@ -126,11 +126,11 @@ def test_ingest_then_compact_after_ingest(airflow_home: Path, catalog_dir: Path)
 
     # Not enough small files for the default thresholds: the compaction is skipped cleanly.
     states = dags_test("firn_compact_after_ingest", env)
-    assert states == {"new_data": "success", "compact": "skipped"}
+    assert states == {"compact": "skipped"}
     # Below the table's thresholds (table properties), compaction runs (in the worker: small).
     table.set_properties({"maintenance.compact.min-small-files": "4"})
     states = dags_test("firn_compact_after_ingest", env)
-    assert states == {"new_data": "success", "compact": "success"}
+    assert states == {"compact": "success"}
     after = catalog.load_table("demo.events")
     assert after.health().data_files < health.data_files
     assert _rows(after, "event_id").equals(rows)
@@ -200,15 +200,18 @@ def test_root_flush_on_growth_on_a_standalone_cluster(
 ) -> None:
     catalog = _catalog(catalog_dir)
     catalog.create_namespace("demo")
-    table = catalog.create_table("demo.events", events(1).schema)
-    for i in range(200):  # 200 single-file commits: the root holds 200 data files
+    # The sensor waits for the table's own commit.root.max-data-files (as the demo table, 8).
+    table = catalog.create_table(
+        "demo.events", events(1).schema, properties={"commit.root.max-data-files": "8"}
+    )
+    for i in range(8):  # 8 single-file commits: the root holds 8 data files
         table.append(events(2, start=2 * i))
-    assert table.health().root_data_files == 200
+    assert table.health().root_data_files == 8
     rows = _rows(table, "id")
     states = dags_test("firn_root_flush_on_growth", _env(catalog_dir, spark_cluster.master_url))
     assert states == {"root_grew": "success", "flush_root": "success"}
     after = catalog.load_table("demo.events")
-    assert after.health().root_data_files == 0 and after.health().data_files == 200
+    assert after.health().root_data_files == 0 and after.health().data_files == 8
     assert _rows(after, "id").equals(rows)
     # The flush ran on the cluster: its worker started an executor for the application.
     assert any(spark_cluster.work_dir.iterdir())

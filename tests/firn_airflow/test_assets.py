@@ -13,6 +13,9 @@ from firn_airflow.assets import (
     asset_name,
     create_asset,
     firn_asset,
+    is_maintenance_uri,
+    maintenance_asset,
+    maintenance_asset_of,
     parse_asset_uri,
     sanitize_uri,
     table_asset_uri,
@@ -61,6 +64,7 @@ def test_airflow_normalizes_firn_uris_through_the_handler(uri: str, expected: st
         ("firn:///db/events", "name a catalog"),
         ("firn://firn_default:99/db/events", "cannot have a port"),
         ("firn://firn_default/db/events?x=1", "takes no query"),
+        ("firn://firn_default/db/events?kind=data", "takes no query"),
     ],
 )
 def test_invalid_firn_uris_are_refused_by_airflow(uri: str, problem: str) -> None:
@@ -84,3 +88,18 @@ def test_parse_refuses_other_schemes() -> None:
         parse_asset_uri("s3://bucket/db/t")
     with pytest.raises(ValidationError, match="must name a namespace and a table"):
         parse_asset_uri("firn://c/only")
+
+
+def test_the_maintenance_asset_is_apart_from_the_tables_asset() -> None:
+    data = firn_asset("firn_default", "db.events")
+    maintenance = maintenance_asset("firn_default", "db.events")
+    assert maintenance.uri == "firn://firn_default/db/events?kind=maintenance"
+    assert maintenance.name == "firn_default.db.events:maintenance"
+    assert maintenance.group == "firn"
+    assert (maintenance.uri, maintenance.name) != (data.uri, data.name)
+    assert is_maintenance_uri(maintenance.uri) and not is_maintenance_uri(data.uri)
+    # Both name the same table; Airflow's sanitizer (through our handler) keeps the query.
+    assert parse_asset_uri(maintenance.uri) == parse_asset_uri(data.uri) == ("firn_default", "db.events")
+    assert Asset(name="m", uri=maintenance.uri).uri == maintenance.uri
+    assert maintenance_asset_of(data) == maintenance
+    assert maintenance_asset_of(maintenance) == maintenance

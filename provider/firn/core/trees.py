@@ -67,7 +67,13 @@ def snapshot_changes(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) ->
 def snapshots_between(
     metadata: TableMetadata, from_snapshot_id: int | None, to_snapshot_id: int
 ) -> list[Snapshot]:
-    """Ancestors of ``to`` back to (excluding) ``from``, oldest first; ``from`` must be an ancestor."""
+    """The validation history of a commit: the ancestors of ``to`` after ``from``, oldest first.
+
+    ``from`` (the snapshot an operation was planned on) may itself have been expired: as in
+    Iceberg Java (``MergingSnapshotProducer.validationHistory``), the history is complete when
+    the oldest retained ancestor of ``to`` has ``from`` as its parent, since every snapshot
+    committed after ``from`` is still recorded. Otherwise ``ValidationError`` names the cause:
+    ``from`` was rolled back out of the branch, or the history after it was expired."""
     chain = metadata.ancestors_of(to_snapshot_id)
     out: list[Snapshot] = []
     for s in chain:
@@ -76,7 +82,32 @@ def snapshots_between(
         out.append(s)
     if from_snapshot_id is None:
         return list(reversed(out))
-    raise ValidationError(f"snapshot {from_snapshot_id} is not an ancestor of {to_snapshot_id}")
+    oldest = chain[-1] if chain else None
+    if oldest is not None and oldest.parent_snapshot_id == from_snapshot_id:
+        return list(reversed(out))  # ``from`` expired, everything after it retained
+    raise ValidationError(_history_gap(metadata, from_snapshot_id, to_snapshot_id, oldest))
+
+
+def _history_gap(
+    metadata: TableMetadata, from_snapshot_id: int, to_snapshot_id: int, oldest: Snapshot | None
+) -> str:
+    """Why the history between ``from`` and ``to`` cannot be validated (the real cause)."""
+    if metadata.snapshot_by_id(from_snapshot_id) is not None:
+        return (
+            f"snapshot {from_snapshot_id} is no longer an ancestor of snapshot {to_snapshot_id}: "
+            "the branch was rolled back or replaced past it"
+        )
+    if oldest is None or oldest.parent_snapshot_id is None:
+        return (
+            f"snapshot {from_snapshot_id} is not in the history of snapshot {to_snapshot_id}: it was "
+            "rolled back out of the branch (and has since been expired)"
+        )
+    return (
+        f"snapshot {from_snapshot_id} was expired together with the history after it: the retained "
+        f"history of snapshot {to_snapshot_id} starts at snapshot {oldest.snapshot_id}, whose parent "
+        f"{oldest.parent_snapshot_id} is not {from_snapshot_id}, so the commits in between cannot be "
+        "validated"
+    )
 
 
 __all__ = ["live_delete_entries", "plan_snapshot", "snapshot_changes", "snapshots_between", "tree_writer_for"]

@@ -33,6 +33,7 @@ large sort rewrites on one machine.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -54,7 +55,7 @@ from firn.maintenance.base import (
 from firn.maintenance.dangling_deletes import dangling_deletes
 from firn.maintenance.data_file_rewriter import UNIT_KIND, parse_sort_order, rewrite_file_group
 from firn.maintenance.options import RewriteDataFilesOptions
-from firn.maintenance.rewrite_commit import GroupChange, commit_groups, commit_in_batches
+from firn.maintenance.rewrite_commit import GroupChange, commit_groups, commit_in_batches, groups_committed_by
 from firn.maintenance.rewrite_planning import (
     FileGroup,
     FileSizes,
@@ -115,6 +116,10 @@ class RewriteDataFilesResult(MaintenanceResult):
     groups_committed: int = 0
     snapshot_ids: tuple[int, ...] = ()
     failed_groups: tuple[FailedGroup, ...] = ()
+    # Rows that writers deleted while the compaction ran, re-stated on its new files (issue 23).
+    carried_delete_rows: int = 0
+    # Groups an earlier run of the same plan committed (a re-run after a crash skips them).
+    groups_skipped_as_done: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,7 +174,17 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
         if self.output_spec_id not in md.specs:
             raise StalePlan(f"{self.table} has no partition spec {self.output_spec_id} any more; plan again")
 
+    @property
+    def run_id(self) -> str:
+        """The run's identity: a digest of the plan, recorded in its commits' summaries."""
+        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()[:24]
+
+    def groups_done(self, table: MaintainedTable) -> set[int]:
+        """The groups an earlier run of this plan committed (``rewrite_commit.groups_committed_by``)."""
+        return groups_committed_by(table.metadata, self.branch, self.snapshot_id, self.run_id)
+
     def units(self, table: MaintainedTable, io_ref: str) -> list[WorkUnit]:
+        done = self.groups_done(table)
         return [
             make_unit(
                 UNIT_KIND,
@@ -184,6 +199,7 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
                 },
             )
             for g in self.groups
+            if g.group_id not in done
         ]
 
     def unit_function(self) -> UnitFunction:
@@ -230,8 +246,10 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
             data_sequence_number=self.data_sequence_number,
             branch=self.branch,
             failed=dropped,
+            snapshot_properties={S.MAINTENANCE_RUN_ID: self.run_id},
         )
         snapshot_ids, committed, failed_commits = done.snapshot_ids, done.committed, done.failed_commits
+        carried = done.carried_rows
         for gid, reason in dropped.items():
             g = groups[gid]
             failed.append(FailedGroup(group_id=gid, partition=g.partition, files=len(g.files), reason=reason))
@@ -247,10 +265,17 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
                 f"rewrite_data_files on {self.table}: {failed_commits} commits failed (more than "
                 f"partial-progress.max-failed-commits={max_failed}); committed snapshots: {snapshot_ids}"
             )
-        return self._result(committed, failed, snapshot_ids, dangling)
+        skipped_done = len(self.groups_done(table) - {c.group_id for c in committed})
+        result = self._result(committed, failed, snapshot_ids, dangling, carried)
+        return dataclasses.replace(result, groups_skipped_as_done=skipped_done)
 
     def _result(
-        self, committed: list[GroupChange], failed: list[FailedGroup], snapshot_ids: list[int], dangling: int
+        self,
+        committed: list[GroupChange],
+        failed: list[FailedGroup],
+        snapshot_ids: list[int],
+        dangling: int,
+        carried: int = 0,
     ) -> RewriteDataFilesResult:
         groups = {g.group_id: g for g in self.groups}
         return RewriteDataFilesResult(
@@ -267,6 +292,7 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
             groups_committed=len(committed),
             snapshot_ids=tuple(snapshot_ids),
             failed_groups=tuple(failed),
+            carried_delete_rows=carried,
             skipped=(
                 *self.skipped,
                 *(Skipped(item=f"group {f.group_id} ({f.partition})", reason=f.reason) for f in failed),
@@ -275,11 +301,12 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
 
 
 def _group_change(g: FileGroup, result: UnitResult) -> GroupChange:
-    removed_data, removed_deletes, origins = [], {}, {}
+    removed_data, removed_deletes, origins, applied = [], {}, {}, {}
     for gf in g.files:
         f = gf.data_file()
         removed_data.append(f)
         deletes = gf.delete_files()
+        applied[f.file_path] = deletes
         for i in gf.file_scoped:
             d = deletes[i]
             removed_deletes[(d.file_path, d.content_offset)] = d
@@ -293,6 +320,7 @@ def _group_change(g: FileGroup, result: UnitResult) -> GroupChange:
         added_data=added,
         origins=origins,
         written=[f.file_path for f in added],
+        applied_deletes=applied,
     )
 
 

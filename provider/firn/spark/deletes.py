@@ -14,7 +14,9 @@ rows (deletes applied) with ``_pos`` and evaluates the predicate:
   partition; v3 row lineage kept) and the driver commits one ``overwrite`` replacing the files.
 
 Commits validate against concurrent changes since the planned snapshot with the table's
-``write.delete.isolation-level`` (as ``table.delete`` does).
+``write.delete.isolation-level`` (as ``table.delete`` does). When the only conflicts are
+concurrent ``replace`` commits (a compaction moved the matched rows), the delete is planned
+and run again on the refreshed table (``firn.core.actions.replan``) instead of failing.
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ import pyarrow.compute as pc
 
 from firn.core.actions.merge_on_read import row_level_mode
 from firn.core.actions.overwrite import OverwriteFiles
+from firn.core.actions.replan import MAX_REPLANS
 from firn.core.planning import FileScanTask
 from firn.core.reader import ReadPlan, read_task
 from firn.core.scan import to_expression
 from firn.core.writer import LINEAGE_FIELDS, write_data_files
 from firn.deletes.writers import referenced_data_file_of
-from firn.errors import ValidationError
+from firn.errors import RewrittenConcurrently, ValidationError
 from firn.expressions import (
     AlwaysTrue,
     BooleanExpression,
@@ -171,7 +174,9 @@ def delete(
     in the catalog given by ``catalog``/``warehouse``/properties or ``spark.firn.catalog.*``."""
     t = _load(spark, table, catalog, warehouse, catalog_properties)
     mode = row_level_mode(t.metadata.table_properties, "delete", t.format_version)
-    return _delete(spark, t, predicate, mode is RowLevelMode.MERGE_ON_READ, branch, snapshot_properties)
+    return _replanning_delete(
+        spark, t, predicate, mode is RowLevelMode.MERGE_ON_READ, branch, snapshot_properties
+    )
 
 
 def merge_on_read_delete(
@@ -193,7 +198,26 @@ def merge_on_read_delete(
             f"{t.name} is format version {t.format_version}, which has no delete files; "
             "use firn.spark.delete (copy-on-write) or upgrade the table"
         )
-    return _delete(spark, t, predicate, True, branch, snapshot_properties)
+    return _replanning_delete(spark, t, predicate, True, branch, snapshot_properties)
+
+
+def _replanning_delete(
+    spark: SparkSession,
+    table: Table,
+    predicate: BooleanExpression | str,
+    merge_on_read: bool,
+    branch: str,
+    snapshot_properties: Mapping[str, str] | None,
+) -> RowDeleteResult:
+    """:func:`_delete`, planned and run again when the only conflicts were concurrent rewrites
+    (``firn.core.actions.replan``): they moved the matching rows without changing them, so
+    matching them again in their new files deletes exactly the rows the predicate meant."""
+    for _ in range(MAX_REPLANS):
+        try:
+            return _delete(spark, table, predicate, merge_on_read, branch, snapshot_properties)
+        except RewrittenConcurrently:
+            table.refresh()
+    return _delete(spark, table, predicate, merge_on_read, branch, snapshot_properties)
 
 
 def _load(

@@ -368,9 +368,23 @@ def _parsed(
 _FIELDS = _declared_fields(TableProperties)
 
 
+def effective_property(props: Mapping[str, str], key: str) -> Any | None:
+    """The typed value that property ``key`` has for a table with properties ``props``: its
+    own value when set, else Firn's default; None when Firn declares no such property (then
+    only the table's raw value, if any, says anything). A bad value is a ``ValidationError``
+    naming the key."""
+    for cls in (TableProperties, MaintenanceThresholds):
+        for f in fields(cls):
+            if f.metadata.get(_KEY) == key:
+                raw = props.get(key)
+                return f.metadata[_PARSER](key, raw) if raw is not None else f.default
+    return None
+
+
 __all__ = [name for name in dir() if name.isupper() and not name.startswith("_")] + [
     "IsolationLevel",
     "MaintenanceThresholds",
+    "effective_property",
     "parse_duration_ms",
     "RowLevelMode",
     "TableProperties",

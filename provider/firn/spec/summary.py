@@ -65,6 +65,10 @@ FLUSHED_DELETE_FILES = "flushed-delete-files"
 FOLDED_MANIFEST_DVS = "folded-manifest-dvs"
 # The maintenance operation that committed the snapshot (rewrites, compaction).
 MAINTENANCE_OPERATION = "firn.maintenance"
+# The run (a digest of its plan) and the file groups one of its commits landed, so a re-run of
+# the same plan after a crash or a task retry skips them.
+MAINTENANCE_RUN_ID = "firn.maintenance.run-id"
+MAINTENANCE_RUN_GROUPS = "firn.maintenance.run-groups"
 
 # (total, added, removed) triples: a snapshot's total is its parent's plus added minus removed.
 TOTALS = (

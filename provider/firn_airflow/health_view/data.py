@@ -4,8 +4,9 @@
 * **History from metadata**: one point per snapshot of the current branch, oldest first, with
   the spec's summary totals (Appendix F: ``total-data-files``, ``total-delete-files``,
   ``total-position-deletes``, ...) and V4's ``root-entries``.
-* **History from maintenance**: the asset events of ``firn://<conn_id>/<ns>/<table>``; the
-  maintenance operators put ``operation``, ``result`` and ``health`` into each event's
+* **History from maintenance**: the events of the table's maintenance asset
+  ``firn://<conn_id>/<ns>/<table>?kind=maintenance`` (and of its data asset, where older
+  maintenance runs recorded them); the maintenance operators put ``operation``, ``result`` and ``health`` into each event's
   ``extra`` (:mod:`firn_airflow.constants`). Events are read with the API server's own database
   session, as the view is served inside the API server.
 """
@@ -163,15 +164,19 @@ def _env_connection_ids(environ: Mapping[str, str]) -> Iterable[str]:
 def maintenance_events(
     session: Session, conn_id: str, table: str, limit: int = MAX_EVENTS
 ) -> list[dict[str, Any]]:
-    """The table asset's events, oldest first (at most ``limit``, the newest ones)."""
+    """The events of the table's maintenance asset (and of its data asset, where maintenance
+    recorded them before it had an asset of its own), oldest first (at most ``limit``, the
+    newest ones)."""
     from airflow.models.asset import AssetEvent, AssetModel
     from sqlalchemy import select
 
-    uri = table_asset_uri(conn_id, table)
+    from firn_airflow.assets import maintenance_asset_uri
+
+    uris = [maintenance_asset_uri(conn_id, table), table_asset_uri(conn_id, table)]
     rows = session.execute(
         select(AssetEvent)
         .join(AssetModel, AssetEvent.asset_id == AssetModel.id)
-        .where(AssetModel.uri == uri)
+        .where(AssetModel.uri.in_(uris))
         .order_by(AssetEvent.timestamp.desc(), AssetEvent.id.desc())
         .limit(limit)
     ).scalars()

@@ -5,8 +5,48 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import firn.errors
-from firn.errors import FirnError
+from firn.errors import (
+    AlreadyExists,
+    CommitConflict,
+    CommitStateUnknown,
+    FirnError,
+    InvalidMetadata,
+    LeaseHeld,
+    NamespaceNotEmpty,
+    NoSuchNamespace,
+    NoSuchTable,
+    NoSuchView,
+    NotAuthorized,
+    NotFound,
+    StalePlan,
+    Unsupported,
+    ValidationConflict,
+    ValidationError,
+)
+
+# The errors a trigger may name in its event (``type(e).__name__``) and that the task raises
+# again as themselves. Each takes one message; an unlisted name becomes a plain FirnError.
+TRIGGER_ERRORS: dict[str, type[FirnError]] = {
+    cls.__name__: cls
+    for cls in (
+        AlreadyExists,
+        CommitConflict,
+        CommitStateUnknown,
+        FirnError,
+        InvalidMetadata,
+        LeaseHeld,
+        NamespaceNotEmpty,
+        NoSuchNamespace,
+        NoSuchTable,
+        NoSuchView,
+        NotAuthorized,
+        NotFound,
+        StalePlan,
+        Unsupported,
+        ValidationConflict,
+        ValidationError,
+    )
+}
 
 
 def is_template(value: object) -> bool:
@@ -25,13 +65,7 @@ def event_result(event: object, key: str, *, task: str) -> Any:
     if event.get("status") == "success" and key in event:
         return event[key]
     message = str(event.get("message") or f"the trigger failed without a message: {dict(event)!r}")
-    kind = getattr(firn.errors, str(event.get("error") or ""), None)
-    if isinstance(kind, type) and issubclass(kind, FirnError):
-        try:
-            raise kind(message)
-        except TypeError:  # an error class with a richer constructor: keep the root kind
-            pass
-    raise FirnError(message)
+    raise TRIGGER_ERRORS.get(str(event.get("error") or ""), FirnError)(message)
 
 
-__all__ = ["event_result", "is_template"]
+__all__ = ["TRIGGER_ERRORS", "event_result", "is_template"]

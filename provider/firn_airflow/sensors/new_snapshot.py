@@ -6,17 +6,16 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
+from airflow.sdk import PokeReturnValue
 
 from firn.errors import NotFound, ValidationError
 from firn_airflow.constants import DEFAULT_CONN_ID
-from firn_airflow.sensors.events import event_result, is_template
+from firn_airflow.sensors.base import FirnTableSensor
+from firn_airflow.sensors.events import is_template
 from firn_airflow.triggers.new_snapshot import FirnNewSnapshotTrigger, find_new_snapshot
-from firn_airflow.triggers.reader import TableReader
 from firn_airflow.triggers.snapshots import (
     branch_head,
     check_branch,
-    check_table_name,
     parse_operations,
     parse_snapshot_id,
     parse_timestamp_ms,
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class FirnNewSnapshotSensor(BaseSensorOperator):
+class FirnNewSnapshotSensor(FirnTableSensor):
     """Waits for a commit to a table's branch after a watermark; returns (XCom) that commit.
 
     ::
@@ -69,6 +68,7 @@ class FirnNewSnapshotSensor(BaseSensorOperator):
         "after_timestamp",
         "branch",
     )
+    event_key = "snapshot"
     ui_color = "#d7f0e0"
 
     def __init__(
@@ -84,9 +84,13 @@ class FirnNewSnapshotSensor(BaseSensorOperator):
         poke_interval: timedelta | float = 30,
         **kwargs: Any,
     ) -> None:
-        super().__init__(poke_interval=poke_interval, **kwargs)
-        if not is_template(table):
-            check_table_name(table)
+        super().__init__(
+            table=table,
+            firn_conn_id=firn_conn_id,
+            deferrable=deferrable,
+            poke_interval=poke_interval,
+            **kwargs,
+        )
         if not is_template(branch):
             check_branch(branch)
         if not is_template(after_snapshot_id):
@@ -95,29 +99,16 @@ class FirnNewSnapshotSensor(BaseSensorOperator):
             parse_timestamp_ms(after_timestamp)
         if after_snapshot_id is not None and after_timestamp is not None:
             raise ValidationError(f"{self.task_id}: give after_snapshot_id or after_timestamp, not both")
-        self.table = table
         self.after_snapshot_id = after_snapshot_id
         self.after_timestamp = after_timestamp
         self.operations = parse_operations(operation)
         self.branch = branch
-        self.firn_conn_id = firn_conn_id
-        self.deferrable = (
-            conf.getboolean("operators", "default_deferrable", fallback=False)
-            if deferrable is None
-            else deferrable
-        )
         if self.reschedule and not self.deferrable and after_snapshot_id is None and after_timestamp is None:
             raise ValidationError(
                 f"{self.task_id}: mode='reschedule' starts the task again for every poke, so "
                 "'after the head at start' would move each time; give after_snapshot_id or after_timestamp"
             )
-        self._reader: TableReader | None = None
         self._watermark: tuple[int | None, int | None] | None = None
-
-    def _table_reader(self) -> TableReader:
-        if self._reader is None:
-            self._reader = TableReader(self.firn_conn_id, check_table_name(self.table))
-        return self._reader
 
     def _resolve_watermark(self) -> tuple[int | None, int | None]:
         """``(after_snapshot_id, after_timestamp_ms)`` from the rendered fields, checked against the table."""
@@ -163,37 +154,22 @@ class FirnNewSnapshotSensor(BaseSensorOperator):
         self.log.info("New %s commit %s to %s", found["operation"], found["snapshot_id"], self.table)
         return PokeReturnValue(is_done=True, xcom_value=found)
 
-    def execute(self, context: Context) -> Any:
+    def start(self) -> None:
         self._watermark = None
-        try:
-            if not self.deferrable:
-                return super().execute(context)
-            first = self.poke(context)
-            if first.is_done:
-                return first.xcom_value
-        finally:
-            if self._reader is not None:
-                self._reader.close()
-                self._reader = None
-        assert self._watermark is not None  # set by the first poke
-        after_id, after_ms = self._watermark
-        self.defer(
-            trigger=FirnNewSnapshotTrigger(
-                table=self.table,
-                firn_conn_id=self.firn_conn_id,
-                branch=self.branch,
-                after_snapshot_id=after_id,
-                after_timestamp_ms=after_ms,
-                operation=self.operations,
-                poll_interval=self.poke_interval,
-            ),
-            method_name="execute_complete",
-            timeout=timedelta(seconds=self.timeout),
-        )
 
-    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
-        """Resumed after the trigger fired: the new commit, or the trigger's error."""
-        return event_result(event, "snapshot", task=self.task_id)
+    def trigger(self) -> FirnNewSnapshotTrigger:
+        if self._watermark is None:  # set by the first poke
+            raise RuntimeError(f"{self.task_id}: deferring before the first poke resolved the watermark")
+        after_id, after_ms = self._watermark
+        return FirnNewSnapshotTrigger(
+            table=self.table,
+            firn_conn_id=self.firn_conn_id,
+            branch=self.branch,
+            after_snapshot_id=after_id,
+            after_timestamp_ms=after_ms,
+            operation=self.operations,
+            poll_interval=self.poke_interval,
+        )
 
 
 __all__ = ["FirnNewSnapshotSensor"]

@@ -1,7 +1,8 @@
 """One table, read through a :class:`~firn_airflow.hooks.firn.FirnHook` from a worker thread.
 
 Firn's catalogs and ``table.health()`` are synchronous, so triggers call :meth:`TableReader.load`
-through ``asyncio.to_thread`` and never block the triggerer's event loop. The hook (and with
+through ``asyncio.to_thread`` and never block the triggerer's event loop. The hook module (and
+with it the Firn library) is imported by the first :meth:`TableReader.load`, in that thread. The hook (and with
 it the catalog's database connections) is kept between polls: a poll of an unchanged table
 then costs one catalog lookup and one metadata read.
 """
@@ -10,10 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from firn_airflow.hooks.firn import FirnHook
-
 if TYPE_CHECKING:
     from firn.table.table import Table
+    from firn_airflow.hooks.firn import FirnHook
 
 
 class TableReader:
@@ -31,6 +31,10 @@ class TableReader:
     def load(self) -> Table:
         """The table's current metadata (freshly loaded from the catalog)."""
         if self._hook is None:
+            # Imported here, in the polling thread: the hook imports the whole Firn library,
+            # which must not happen in the triggerer's event loop.
+            from firn_airflow.hooks.firn import FirnHook
+
             self._hook = FirnHook(self.firn_conn_id)
         return self._hook.load_table(self.table)
 

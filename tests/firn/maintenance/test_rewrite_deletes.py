@@ -125,7 +125,9 @@ def test_files_with_many_deletes_are_handed_to_compaction(sqlite_catalog: SqlCat
     assert [gf.path for g in compaction.groups for gf in g.files] == [high.data_file]
 
 
-def test_a_concurrent_dv_drops_the_group(sqlite_catalog: SqlCatalog, tmp_path: Path) -> None:
+def test_a_concurrent_dv_leaves_its_file_out_of_the_group(sqlite_catalog: SqlCatalog, tmp_path: Path) -> None:
+    """Issue 23: the writer's new DV already holds every position of its file, so the DV
+    rewrite packs the other five and leaves that one alone instead of dropping the group."""
     t = make_table(sqlite_catalog, "3", partition_spec=None, properties=MOR)
     for i in range(6):
         t.append(events(20, start=i * 20))
@@ -134,10 +136,17 @@ def test_a_concurrent_dv_drops_the_group(sqlite_catalog: SqlCatalog, tmp_path: P
     writer = make_sqlite_catalog(tmp_path, name="test").load_table("db.events")
     runner = HookRunner(lambda: writer.delete("id = 44"))  # a new DV for a file being packed
     result = t.maintenance.rewrite_deletion_vectors().plan().execute(t, runner)
-    assert result.snapshot_id is None and result.packed_dvs == 0
-    assert any("DV" in s.reason or "concurrently" in s.reason for s in result.skipped)
+    assert result.snapshot_id is not None and result.packed_dvs == 5
+    assert result.skipped == ()
     t.refresh()
     assert ids(t) == [i for i in range(120) if i not in (3, 23, 43, 63, 83, 103, 44)]
+    tasks = t.scan().plan_files()
+    assert all(len(task.delete_files) == 1 for task in tasks)  # one DV per data file
+    by_puffin: dict[str, list[int]] = {}
+    for task in tasks:
+        by_puffin.setdefault(task.delete_files[0].file_path, []).append(task.delete_files[0].record_count)
+    # The packed Puffin file with five one-row DVs, and the writer's DV for rows 43 and 44.
+    assert sorted(by_puffin.values()) == [[1, 1, 1, 1, 1], [2]]
 
 
 def test_v2_position_delete_files_are_compacted_and_dangling_positions_dropped(

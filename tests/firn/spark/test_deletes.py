@@ -110,3 +110,37 @@ def test_bad_requests(spark: Any, tmp_path: Path, catalog: SqlCatalog) -> None:
         firn.spark.delete(spark, table, None)  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="no Firn catalog"):
         firn.spark.delete(spark, "db.events", "id = 1")
+
+
+@pytest.mark.parametrize("kind", ["v1", "v2-deletes", "v3-dvs"])
+def test_a_compaction_between_matching_and_commit_re_plans_the_delete(
+    spark: Any, tmp_path: Path, catalog: SqlCatalog, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23: the files the Spark tasks matched are compacted before the driver commits;
+    the delete runs again on the new files and commits (Iceberg Java refuses it)."""
+    a, b = _twins(catalog, kind)
+    maintainer = catalog.load_table("db.a")
+    compacted: list[int] = []
+
+    def compact_once() -> None:
+        if not compacted:
+            result = maintainer.maintenance.rewrite_data_files(min_input_files=2).run()
+            compacted.append(result.rewritten_data_files_count)
+
+    # The driver commits through row_delta (merge-on-read) or a transaction (copy-on-write).
+    for name in ("row_delta", "transaction"):
+        original = getattr(a, name)
+
+        def hooked(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            compact_once()
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(a, name, hooked)
+    result = firn.spark.delete(spark, a, PREDICATE)
+    b.delete(PREDICATE)
+    assert compacted and compacted[0] > 0  # the matched files really moved
+    a.refresh()
+    assert same_rows(a.scan().to_arrow(), b.scan().to_arrow())
+    assert result.snapshot_id == a.current_snapshot().snapshot_id  # type: ignore[union-attr]
+    replace = [s for s in a.snapshots() if s.summary.operation.value == "replace"]
+    assert replace and replace[-1].snapshot_id != result.snapshot_id

@@ -1,5 +1,6 @@
 """Test DAG: flush the root of ``db.events_v4`` (connection ``firn_health``) and record the
-result and the table's health in the table asset's event, as the maintenance operators do.
+result and the table's health as an event of the table's maintenance asset, as the maintenance
+operators do.
 
 Used by tests/firn_airflow/health_view/test_page.py to give the health view a real
 maintenance history.
@@ -10,12 +11,12 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import DAG, get_current_context, task
 
-from firn_airflow.assets import firn_asset
+from firn_airflow.assets import maintenance_asset
 from firn_airflow.constants import EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
 
 CONN_ID = "firn_health"
 TABLE = "db.events_v4"
-ASSET = firn_asset(CONN_ID, TABLE)
+ASSET = maintenance_asset(CONN_ID, TABLE)
 
 with DAG(
     dag_id="firn_test_health_events",

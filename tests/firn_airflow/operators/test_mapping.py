@@ -10,7 +10,7 @@ import pendulum
 import pytest
 from airflow.sdk import Asset, AssetAlias
 
-from firn_airflow.assets import firn_asset
+from firn_airflow.assets import maintenance_asset
 from firn_airflow.operators import maintenance_alias
 from tests.firn_airflow.operators.helpers import (
     events_of,
@@ -47,7 +47,7 @@ def test_outlets_are_declared_when_the_dag_is_parsed(airflow_home: Path) -> None
         assert task.partial_kwargs["options"] == ({"delete": False} if op == "remove_orphan_files" else None)
     # A table named in the DAG file: its own asset.
     solo = dag.task_dict["maintain_ops_solo.expire_snapshots"]
-    assert solo.outlets == [firn_asset(CONN_ID, "ops.solo")]
+    assert solo.outlets == [maintenance_asset(CONN_ID, "ops.solo")]
     assert isinstance(solo.outlets[0], Asset)
     # The chain, in nightly order; each step runs whatever became of the one before.
     for before, after in itertools.pairwise(NIGHTLY):

@@ -10,7 +10,7 @@ import pytest
 from airflow.sdk import DAG, Asset, AssetAlias
 
 from firn.errors import ValidationError
-from firn_airflow.assets import firn_asset
+from firn_airflow.assets import firn_asset, maintenance_asset
 from firn_airflow.constants import EVENT_OPERATION
 from firn_airflow.operators import (
     FirnExpireSnapshotsOperator,
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.airflow
 
 
 def test_default_outlets() -> None:
-    assert default_outlets("firn_default", "db.events") == [firn_asset("firn_default", "db.events")]
+    assert default_outlets("firn_default", "db.events") == [maintenance_asset("firn_default", "db.events")]
     assert default_outlets("firn_default", "{{ params.table }}") == [maintenance_alias("firn_default")]
     assert default_outlets("firn_default", None) == [maintenance_alias("firn_default")]
     assert default_outlets("{{ params.conn }}", "db.events") == [
@@ -48,10 +48,10 @@ def test_operators_declare_outlets_at_parse_time(airflow_home: Path) -> None:
         planned = FirnRewriteDataFilesOperator(task_id="planned", table="db.events", dry_run=True)
         mine = Asset(name="mine", uri="s3://bucket/mine")
         custom = FirnMaintenanceOperator(task_id="custom", table="db.events", outlets=[mine])
-    assert named.outlets == [firn_asset("c1", "db.events")]
+    assert named.outlets == [maintenance_asset("c1", "db.events")]
     assert templated.outlets == [maintenance_alias("c1")]
     assert mapped.outlets == [maintenance_alias("c1")]
-    assert fixed.outlets == [firn_asset("firn_default", "db.a")]
+    assert fixed.outlets == [maintenance_asset("firn_default", "db.a")]
     assert planned.outlets == []  # a dry run changes nothing: no event, no downstream trigger
     assert custom.outlets == [mine]
 
@@ -75,20 +75,27 @@ def test_template_fields() -> None:
     assert {"table", "options"} <= set(FirnRewriteDataFilesOperator.template_fields)
 
 
-def test_events_go_to_the_asset_or_through_the_alias(airflow_home: Path) -> None:
+def test_events_go_to_the_maintenance_asset_or_through_the_alias(airflow_home: Path) -> None:
     from airflow.sdk.execution_time.context import OutletEventAccessors
 
     asset = firn_asset("c1", "db.events")
+    maintenance = maintenance_asset("c1", "db.events")
     extra = {EVENT_OPERATION: "flush_root"}
     events = OutletEventAccessors()
-    assert publish_event(events, [asset], asset, extra)
-    assert events[asset].extra == extra
+    assert publish_event(events, [maintenance], asset, extra)
+    assert events[maintenance].extra == extra
 
     alias = maintenance_alias("c1")
     events = OutletEventAccessors()
     assert publish_event(events, [alias], asset, extra)
     [event] = events[alias].asset_alias_events
-    assert event.dest_asset_key.uri == asset.uri and event.extra == extra
+    assert event.dest_asset_key.uri == maintenance.uri == "firn://c1/db/events?kind=maintenance"
+    assert event.extra == extra
+
+    # A user who declares the table's data asset as the outlet gets the event there.
+    events = OutletEventAccessors()
+    assert publish_event(events, [asset], asset, extra)
+    assert events[asset].extra == extra
 
     events = OutletEventAccessors()
     assert not publish_event(events, [firn_asset("c1", "db.other")], asset, extra)

@@ -44,3 +44,26 @@ def test_templates_are_recognised() -> None:
     assert is_template("{% if x %}a{% endif %}")
     assert not is_template("db.events")
     assert not is_template(None)
+
+
+def test_the_error_mapping_covers_every_firn_error_and_builds_each_from_a_message() -> None:
+    import firn.errors
+    from firn_airflow.sensors.events import TRIGGER_ERRORS
+
+    defined = {
+        name
+        for name, value in vars(firn.errors).items()
+        if isinstance(value, type) and issubclass(value, FirnError)
+    }
+    assert set(TRIGGER_ERRORS) == defined
+    for name, cls in TRIGGER_ERRORS.items():
+        with pytest.raises(cls, match="boom") as info:
+            event_result({"status": "error", "error": name, "message": "boom"}, "health", task="t")
+        assert type(info.value) is cls
+
+
+def test_a_name_that_is_not_a_firn_error_is_not_looked_up() -> None:
+    # "Exception" lives in firn.errors' namespace (builtins) but is no Firn error.
+    with pytest.raises(FirnError) as info:
+        event_result({"status": "error", "error": "Exception", "message": "x"}, "health", task="t")
+    assert type(info.value) is FirnError

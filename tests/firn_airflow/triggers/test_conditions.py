@@ -34,6 +34,33 @@ def test_metrics_are_the_numeric_health_fields_plus_small_file_ratio() -> None:
     assert numeric - {"measured_at_ms"} <= set(HEALTH_METRICS)
 
 
+def test_the_written_out_metric_list_is_exactly_the_numeric_health_fields() -> None:
+    """conditions.py lists the metrics instead of importing TableHealth (the triggerer builds
+    triggers in its event loop); the list must stay equal to what TableHealth defines."""
+    import types
+    import typing
+    from dataclasses import fields
+
+    def numeric(annotation: object) -> bool:
+        hint = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+        return any(h in (int, float) for h in hint) and all(h in (int, float, type(None)) for h in hint)
+
+    hints = typing.get_type_hints(TableHealth)
+    derived = {
+        f.name
+        for f in fields(TableHealth)
+        if f.name not in ("table", "snapshot_id", "measured_at_ms") and numeric(hints[f.name])
+    }
+    assert tuple(sorted([*derived, "small_file_ratio"])) == HEALTH_METRICS
+
+
+def test_the_recommendable_operations_are_the_nightly_order() -> None:
+    from firn.maintenance.operations import NIGHTLY_ORDER
+    from firn_airflow.triggers.conditions import RECOMMENDABLE
+
+    assert RECOMMENDABLE == NIGHTLY_ORDER
+
+
 @pytest.mark.parametrize(
     ("expression", "op", "threshold"),
     [
@@ -72,6 +99,8 @@ def test_unknown_metric_lists_the_valid_ones() -> None:
     [
         ("50", "expected '<op> <number>'"),
         (">= fifty", "expected '<op> <number>'"),
+        (">= property", "expected '<op> <number>'"),
+        (">= properties x", "expected '<op> <number>'"),
         ("=> 5", "expected '<op> <number>'"),
         ("= 5", "expected '<op> <number>'"),
         ("", "expected '<op> <number>'"),

@@ -5,17 +5,23 @@ with concurrent commits between the snapshot an operation planned against and th
 one, the operation fails with :class:`ValidationConflict` when
 
 * (both levels) a concurrent commit removed a file this operation removes or rewrites;
-* (both levels) a concurrent commit added delete files (DVs, position or equality deletes)
-  that apply to a data file this operation removes or rewrites — its survivors would
-  resurrect the deleted rows;
+* (both levels) a concurrent ``overwrite`` or ``delete`` commit added delete files (DVs,
+  position or equality deletes) that apply to a data file this operation removes or
+  rewrites — its survivors would resurrect the deleted rows (a ``replace`` only rewrites
+  deletes that were already there: Java validates these two operations only);
 * (both levels) a concurrent commit added a DV for a data file this operation adds a DV for
   (at most one DV per data file);
 * (both levels) a concurrent commit removed a data file that this operation's new position
   deletes or DVs refer to (``required_data_files``; Java ``validateDataFilesExist``) — e.g. a
   compaction moved its rows elsewhere, so the deletes would no longer apply;
-* (``serializable`` only) a concurrent commit added data files that may match this
-  operation's conflict-detection filter.
+* (``serializable`` only) a concurrent ``append`` or ``overwrite`` added data files that may
+  match this operation's conflict-detection filter.
 
+The validation history may start after an expired starting snapshot (``trees.snapshots_between``).
+When every conflict comes from ``replace`` commits (compaction, delete-file and manifest
+rewrites, root flushes: they move rows without changing any), the error is
+:class:`RewrittenConcurrently`, and a write that can plan again does so on the refreshed
+table (``firn.core.actions.replan``) instead of failing, which Iceberg Java does not do.
 Retries re-run this validation against the refreshed table.
 """
 
@@ -26,14 +32,19 @@ from collections.abc import Mapping, Sequence
 from firn.core.commit import CommitContext
 from firn.core.planning import partition_type_or_none
 from firn.core.producer import SnapshotProducer
-from firn.core.tree_types import PendingFiles
+from firn.core.tree_types import PendingFiles, SnapshotChanges
 from firn.core.trees import snapshot_changes, snapshots_between
-from firn.errors import ValidationConflict
+from firn.errors import RewrittenConcurrently, ValidationConflict, ValidationError
 from firn.expressions import AlwaysFalse, BooleanExpression, InclusiveMetricsEvaluator, PartitionEvaluator
 from firn.spec.content import DataFile, FileContent
 from firn.spec.properties import IsolationLevel
 from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
 from firn.spec.table_metadata import TableMetadata
+
+# Java ``MergingSnapshotProducer``: the operations whose added delete files / data files are
+# validated (VALIDATE_ADDED_DELETE_FILES_OPERATIONS, VALIDATE_ADDED_FILES_OPERATIONS).
+_DELETE_VALIDATED_OPERATIONS = frozenset({Operation.OVERWRITE, Operation.DELETE})
+_DATA_VALIDATED_OPERATIONS = frozenset({Operation.APPEND, Operation.OVERWRITE})
 
 
 class OverwriteFiles(SnapshotProducer):
@@ -107,42 +118,31 @@ class OverwriteFiles(SnapshotProducer):
             return
         try:
             concurrent = snapshots_between(base, self.starting_snapshot_id, parent.snapshot_id)
-        except Exception:
-            raise ValidationConflict(
-                f"cannot validate: the branch no longer descends from snapshot {self.starting_snapshot_id} "
-                "(rolled back or replaced concurrently)"
-            ) from None
-        removed_paths = {f.file_key for f in (*self.removed_data, *self.removed_deletes)}
+        except ValidationError as e:
+            raise ValidationConflict(f"cannot validate: {e}") from None
         protected = {f.file_path: f for f in self.validate_deletes_for}
-        dv_targets = {f.referenced_data_file for f in self.added_deletes if f.is_dv}
         matcher = self._matcher(base) if self.isolation_level is IsolationLevel.SERIALIZABLE else None
+        moved: list[str] = []  # conflicts with data-preserving rewrites: plan again
         for snap in concurrent:
+            op = snap.summary.operation
             ch = snapshot_changes(ctx.io, base, snap)
-            gone = removed_paths & {f.file_key for f in (*ch.removed_data_files, *ch.removed_delete_files)}
-            if gone:
-                raise ValidationConflict(
-                    f"concurrent snapshot {snap.snapshot_id} ({ch.operation}) already removed "
-                    f"{len(gone)} file(s) this operation replaces, e.g. {sorted(gone)[0]}"
-                )
-            if self.required_data_files:
-                dropped = self.required_data_files & {f.file_path for f in ch.removed_data_files}
-                if dropped:
-                    raise ValidationConflict(
-                        f"concurrent snapshot {snap.snapshot_id} ({ch.operation}) removed data file "
-                        f"{sorted(dropped)[0]} that this operation's position deletes refer to"
-                    )
-            for d in ch.added_delete_files:
-                hit = self._delete_hits(d, protected, base)
-                if hit is not None:
-                    raise ValidationConflict(
-                        f"concurrent snapshot {snap.snapshot_id} added deletes ({d.file_path}) for data file "
-                        f"{hit} that this operation rewrites; retrying would resurrect deleted rows"
-                    )
-                if d.is_dv and d.referenced_data_file in dv_targets:
-                    raise ValidationConflict(
-                        f"found concurrently added DV for {d.referenced_data_file} (snapshot {snap.snapshot_id})"
-                    )
-            if matcher is not None:
+            reason = self._file_conflict(snap, ch)
+            if reason is not None:
+                if op is not Operation.REPLACE:
+                    raise ValidationConflict(reason)
+                moved.append(reason)
+            if op in _DELETE_VALIDATED_OPERATIONS:
+                # Java ``validateNoNewDeletesForDataFiles``: only overwrite and delete snapshots
+                # delete rows; a replace only rewrites deletes that were already there.
+                for d in ch.added_delete_files:
+                    hit = self._delete_hits(d, protected, base)
+                    if hit is not None:
+                        raise ValidationConflict(
+                            f"concurrent snapshot {snap.snapshot_id} ({op.value}) added deletes "
+                            f"({d.file_path}) for data file {hit} that this operation rewrites; "
+                            "retrying would resurrect deleted rows"
+                        )
+            if matcher is not None and op in _DATA_VALIDATED_OPERATIONS:
                 for f in ch.added_data_files:
                     if matcher(f):
                         raise ValidationConflict(
@@ -150,6 +150,36 @@ class OverwriteFiles(SnapshotProducer):
                             f"{f.file_path} that may match this operation's filter; set the isolation level "
                             "to 'snapshot' to allow it"
                         )
+        if moved:
+            raise RewrittenConcurrently(
+                f"{moved[0]}; {len(moved)} conflict(s), all with replace commits that moved rows "
+                "without changing them"
+            )
+
+    def _file_conflict(self, snap: Snapshot, ch: SnapshotChanges) -> str | None:
+        """A concurrent commit removed a file this operation removes or its deletes refer to,
+        or added a second DV for a file this operation adds one for."""
+        removed_paths = {f.file_key for f in (*self.removed_data, *self.removed_deletes)}
+        gone = removed_paths & {f.file_key for f in (*ch.removed_data_files, *ch.removed_delete_files)}
+        if gone:
+            return (
+                f"concurrent snapshot {snap.snapshot_id} ({ch.operation}) already removed "
+                f"{len(gone)} file(s) this operation replaces, e.g. {sorted(gone)[0]}"
+            )
+        if self.required_data_files:
+            dropped = self.required_data_files & {f.file_path for f in ch.removed_data_files}
+            if dropped:
+                return (
+                    f"concurrent snapshot {snap.snapshot_id} ({ch.operation}) removed data file "
+                    f"{sorted(dropped)[0]} that this operation's position deletes refer to"
+                )
+        dv_targets = {f.referenced_data_file for f in self.added_deletes if f.is_dv}
+        for d in ch.added_delete_files:
+            if d.is_dv and d.referenced_data_file in dv_targets:
+                return (
+                    f"found concurrently added DV for {d.referenced_data_file} (snapshot {snap.snapshot_id})"
+                )
+        return None
 
     def _delete_hits(self, d: DataFile, protected: dict[str, DataFile], base: TableMetadata) -> str | None:
         if not protected:

@@ -33,6 +33,8 @@ import pyarrow as pa
 
 from firn.core.actions.merge_on_read import write_position_deletes_for
 from firn.core.actions.overwrite import OverwriteFiles
+from firn.core.actions.position_remap import remap_positions
+from firn.core.actions.replan import MAX_REPLANS
 from firn.core.commit import CommitContext, PendingUpdate, Staging
 from firn.core.planning import FileScanTask
 from firn.core.scan import DataScan, to_expression
@@ -41,7 +43,7 @@ from firn.core.writer import write_data_files
 from firn.deletes.apply import load_positions
 from firn.deletes.bitmap import PositionBitmap, PositionsLike
 from firn.deletes.writers import referenced_data_file_of, write_position_delete_files
-from firn.errors import NotFound, ValidationError
+from firn.errors import NotFound, RewrittenConcurrently, ValidationError
 from firn.expressions import AlwaysTrue, BooleanExpression
 from firn.io.deletion import delete_quietly
 from firn.spec.content import DataFile, FileContent
@@ -109,6 +111,9 @@ class RowDelta(PendingUpdate):
         self._isolation = IsolationLevel.SNAPSHOT
         self._action: OverwriteFiles | None = None
         self._built = False
+        # The live tasks the positions were planned against, and how often they were followed.
+        self._tasks: dict[str, FileScanTask] = {}
+        self._remaps = 0
 
     def _branch_head(self, metadata: TableMetadata) -> Snapshot | None:
         if metadata.refs.get(self._branch) is not None:
@@ -203,7 +208,59 @@ class RowDelta(PendingUpdate):
             self._built = True
         if self._action is None:
             return [], []
-        return self._action.apply(base, ctx)
+        try:
+            return self._action.apply(base, ctx)
+        except RewrittenConcurrently as e:
+            if not self._positions:
+                raise
+            # Explicit positions name rows of the files this change was planned on; a rewrite
+            # moved them. Follow them by _row_id (``position_remap``) and plan again at the
+            # branch head, or refuse saying why.
+            reason = self._follow_positions(base)
+            if reason is not None:
+                raise RewrittenConcurrently(
+                    f"{e}. This row delta deletes rows by position (delete_rows_at) in "
+                    f"{sorted(self._positions)[0]}, and {reason}: nothing was committed; delete by "
+                    "filter (table.delete), which plans again on its own, or plan the positions again "
+                    "on the refreshed table"
+                ) from e
+            return self.apply(base, ctx)
+
+    def _follow_positions(self, base: TableMetadata) -> str | None:
+        """Move ``delete_rows_at`` positions to where a concurrent rewrite put their rows and
+        rebuild the change at the branch head; the reason when that cannot be done."""
+        if self._remaps >= MAX_REPLANS:
+            return f"its rows moved {self._remaps} times while it committed"
+        if self.table.metadata is not base:
+            return "it is part of a transaction whose earlier changes it would have to plan on"
+        live = self._live_tasks(base)
+        planned = self._tasks
+        moved = {
+            p: (planned[p].file, b) for p, b in self._positions.items() if p not in live and p in planned
+        }
+        candidates = [t.file for path, t in live.items() if path not in planned]
+        found = remap_positions(self.table.io, base, moved, candidates) if moved else {}
+        if isinstance(found, str):
+            return found
+        positions = {p: b for p, b in self._positions.items() if p in live}
+        for path, bitmap in found.items():
+            if path in positions:
+                positions[path] = positions[path] | bitmap
+            else:
+                positions[path] = bitmap
+        old = self._action
+        head = self._branch_head(base)
+        self._positions = positions
+        self._starting_snapshot_id = head.snapshot_id if head is not None else None
+        self._remaps += 1
+        self._action = self._build()
+        if old is not None:
+            keep = set(self._action.written_files()) if self._action is not None else set()
+            stale = [p for p in old.written_files() if p not in keep]
+            delete_quietly(
+                self.table.io, DeletionScope.for_written(self.table.name, base), stale, "superseded row delta"
+            )
+        return None
 
     def files_in_use(self) -> set[str]:
         return self._action.files_in_use() if self._action is not None else set()
@@ -225,6 +282,7 @@ class RowDelta(PendingUpdate):
             or any(f.content is FileContent.POSITION_DELETES for f in self._deletes)
         )
         tasks = self._live_tasks(md) if needs_tasks else {}
+        self._tasks = dict(tasks)
         for f in self._removed_data:
             if f.file_path not in tasks:
                 raise ValidationError(

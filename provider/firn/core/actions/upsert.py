@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 
 from firn.core.actions.merge_on_read import merge_on_read_deletes, row_level_mode
 from firn.core.actions.overwrite import OverwriteFiles
+from firn.core.actions.replan import Replanning
 from firn.core.actions.write import RowDeletePlan, copy_on_write, file_scoped_deletes
 from firn.core.planning import FileScanTask
 from firn.core.reader import ReadPlan, read_task
@@ -334,10 +335,46 @@ def upsert_action(
     case_sensitive: bool = True,
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
-) -> tuple[OverwriteFiles | None, UpsertResult]:
-    """Plan and write an upsert; returns the action to commit (None: nothing to do) and counts."""
+) -> tuple[Replanning | None, UpsertResult]:
+    """Plan and write an upsert; returns the action to commit (None: nothing to do) and counts.
+
+    A concurrent rewrite of the files it matched makes it plan again on the refreshed table
+    (``actions.replan``); rewrites change no rows, so the counts stay the same."""
     if not isinstance(data, pa.Table | pa.RecordBatch):
         raise ValidationError(f"upsert takes a pyarrow Table, got {type(data).__name__}")
+    results: list[UpsertResult] = []
+
+    def planner(t: TableHandle) -> OverwriteFiles | None:
+        action, result = _plan_upsert(
+            t,
+            data,
+            join_cols,
+            when_matched_update_all=when_matched_update_all,
+            when_not_matched_insert_all=when_not_matched_insert_all,
+            skip_unchanged_rows=skip_unchanged_rows,
+            case_sensitive=case_sensitive,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+        )
+        results.append(result)
+        return action
+
+    replanning = Replanning(table, planner)
+    return (None if replanning.is_noop else replanning), results[-1]
+
+
+def _plan_upsert(
+    table: TableHandle,
+    data: pa.Table,
+    join_cols: Sequence[str] | None,
+    *,
+    when_matched_update_all: bool,
+    when_not_matched_insert_all: bool,
+    skip_unchanged_rows: bool,
+    case_sensitive: bool,
+    branch: str,
+    snapshot_properties: Mapping[str, str] | None,
+) -> tuple[OverwriteFiles | None, UpsertResult]:
     md = table.metadata
     schema = md.schema()
     names = _join_columns(table, join_cols, case_sensitive)

@@ -2,12 +2,14 @@
 
 Data files are written before the commit (once, not per retry); the returned action then
 commits them and reports them through ``written_files`` so a failed commit can delete them. Row-level deletes plan against the branch's current snapshot and record it, so that
-concurrent commits are validated per the isolation level (``actions.overwrite``).
+concurrent commits are validated per the isolation level (``actions.overwrite``); ``delete``
+and ``overwrite`` plan again when the only conflicts are concurrent rewrites
+(``actions.replan``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +18,7 @@ import pyarrow.compute as pc
 
 from firn.core.actions.append import AppendFiles
 from firn.core.actions.overwrite import OverwriteFiles
+from firn.core.actions.replan import Replanning
 from firn.core.commit import CommitContext
 from firn.core.planning import FileScanTask, partition_type_or_none
 from firn.core.reader import ReadPlan, read_task
@@ -312,10 +315,21 @@ def delete_action(
     *,
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
-) -> OverwriteFiles:
+) -> Replanning:
+    """The action deleting the rows matching ``filter``, planned again if a concurrent
+    rewrite moves them (``actions.replan``)."""
     if filter is None:  # destructive operations are safe by default: never "all rows" by omission
         raise ValidationError("delete needs a filter; pass 'true' to delete every row")
     expr = to_expression(filter)
+    return Replanning(table, lambda t: _plan_delete(t, expr, branch, snapshot_properties))
+
+
+def _plan_delete(
+    table: TableHandle,
+    expr: BooleanExpression,
+    branch: str,
+    snapshot_properties: Mapping[str, str] | None,
+) -> OverwriteFiles:
     md = table.metadata
     props = md.table_properties
     plan = match_rows(table, expr, branch)
@@ -362,14 +376,27 @@ def overwrite_action(
     *,
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
-) -> OverwriteFiles:
+) -> Replanning:
+    """The action replacing the rows matching ``filter`` with ``data``. ``data`` is written
+    once; a re-plan after a concurrent rewrite (``actions.replan``) only matches the filter
+    again."""
     if not isinstance(data, pa.Table | pa.RecordBatch):
         raise ValidationError(f"overwrite takes a pyarrow Table, got {type(data).__name__}")
-
-    def write() -> list[DataFile]:
-        return write_data_files(table.io, table.metadata, data) if data.num_rows else []
-
-    return _overwrite(table, write, filter, branch, snapshot_properties, delete_new_on_failure=True)
+    expr = to_expression(filter)
+    new_files = write_data_files(table.io, table.metadata, data) if data.num_rows else []
+    try:
+        return Replanning(
+            table,
+            lambda t: _plan_overwrite(t, new_files, expr, branch, snapshot_properties, delete_new=True),
+        )
+    except BaseException:
+        delete_quietly(
+            table.io,
+            DeletionScope.for_written(table.name, table.metadata),
+            [f.file_path for f in new_files],
+            "overwrite",
+        )
+        raise
 
 
 def overwrite_files_action(
@@ -380,51 +407,36 @@ def overwrite_files_action(
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
     delete_on_failure: bool = False,
-) -> OverwriteFiles:
+) -> Replanning:
     """``overwrite`` with data files written elsewhere (e.g. by Spark tasks); they are deleted
     when the commit fails only with ``delete_on_failure``."""
     for f in files:
         if f.content is not FileContent.DATA:
             raise ValidationError(f"overwrite takes data files only; {f.file_path} is {f.content.name}")
-    return _overwrite(
+    expr = to_expression(filter)
+    given = list(files)
+    return Replanning(
         table,
-        lambda: list(files),
-        filter,
-        branch,
-        snapshot_properties,
-        delete_new_on_failure=delete_on_failure,
+        lambda t: _plan_overwrite(t, given, expr, branch, snapshot_properties, delete_new=delete_on_failure),
     )
 
 
-def _overwrite(
+def _plan_overwrite(
     table: TableHandle,
-    new_files: Callable[[], list[DataFile]],
-    filter: BooleanExpression | str | None,
+    new_files: list[DataFile],
+    expr: BooleanExpression,
     branch: str,
     snapshot_properties: Mapping[str, str] | None,
     *,
-    delete_new_on_failure: bool,
+    delete_new: bool,
 ) -> OverwriteFiles:
-    expr = to_expression(filter)
     md = table.metadata
     plan = match_rows(table, expr, branch)
     rewritten = copy_on_write(table, plan)
-    added_new: list[DataFile] = []
-    try:
-        added_new = new_files()
-    except BaseException:
-        delete_quietly(
-            table.io,
-            DeletionScope.for_written(table.name, table.metadata),
-            [f.file_path for f in rewritten],
-            "rewrite",
-        )
-        raise
-    added = [*rewritten, *added_new]
-    written = [*rewritten, *added_new] if delete_new_on_failure else rewritten
+    written = [*rewritten, *new_files] if delete_new else rewritten
     return OverwriteFiles(
         starting_snapshot_id=plan.starting_snapshot_id,
-        added_data=added,
+        added_data=[*rewritten, *new_files],
         removed_data=plan.removed_data,
         removed_deletes=plan.removed_deletes,
         conflict_filter=expr,
