@@ -44,6 +44,7 @@ from firn.deletes.writers import referenced_data_file_of
 from firn.errors import CommitStateUnknown, FirnError, ValidationConflict
 from firn.io.deletion import delete_quietly
 from firn.maintenance.delete_carryover import CarriedDeletes, carry_over
+from firn.maintenance.rewrite_planning import commit_batches
 from firn.spec import summary as S
 from firn.spec.content import DataFile, FileContent
 from firn.spec.deletion_scope import DeletionScope
@@ -453,18 +454,62 @@ def commit_groups(
     )
 
 
-def groups_committed_by(metadata: TableMetadata, branch: str, since: int | None, run_id: str) -> set[int]:
-    """The file groups that commits of run ``run_id`` landed on ``branch`` after snapshot
-    ``since`` (the snapshot the run planned on)."""
-    head = metadata.snapshot_for_ref(branch)
-    done: set[int] = set()
-    for snap in metadata.ancestors_of(head.snapshot_id if head is not None else None):
-        if snap.snapshot_id == since:
-            break
-        props = snap.summary.properties
-        if props.get(S.MAINTENANCE_RUN_ID) == run_id:
-            done |= {int(g) for g in props.get(S.MAINTENANCE_RUN_GROUPS, "").split(",") if g}
-    return done
+@dataclass
+class BatchedCommits:
+    """What :func:`commit_in_batches` committed: the snapshots, the groups that landed, how
+    many commits failed as a whole and the concurrently deleted rows the groups carried over."""
+
+    snapshot_ids: list[int] = field(default_factory=list)
+    committed: list[GroupChange] = field(default_factory=list)
+    failed_commits: int = 0
+    carried_rows: int = 0
 
 
-__all__ = ["BatchOutcome", "GroupChange", "RewriteFiles", "commit_groups", "groups_committed_by"]
+def commit_in_batches(
+    table: TableHandle,
+    changes: Sequence[GroupChange],
+    max_commits: int,
+    *,
+    operation: str,
+    starting_snapshot_id: int | None,
+    data_sequence_number: int | None,
+    branch: str,
+    failed: dict[int, str],
+    failed_before: Mapping[int, str] | None = None,
+    run_id: str | None = None,
+) -> BatchedCommits:
+    """Commit ``changes`` in at most ``max_commits`` ``replace`` snapshots (partial progress),
+    each with :func:`commit_groups`; the groups a commit drops are added to ``failed``. With a
+    ``run_id`` each snapshot records the run and the groups it landed (see :mod:`run_record`)."""
+    out = BatchedCommits()
+    props = {S.MAINTENANCE_OPERATION: operation}
+    if run_id is not None:
+        props[S.MAINTENANCE_RUN_ID] = run_id
+    for batch in commit_batches(changes, max_commits):
+        outcome = commit_groups(
+            table,
+            batch,
+            starting_snapshot_id=starting_snapshot_id,
+            data_sequence_number=data_sequence_number,
+            branch=branch,
+            snapshot_properties=props,
+            failed_before=failed_before,
+        )
+        if outcome.snapshot_id is not None:
+            out.snapshot_ids.append(outcome.snapshot_id)
+        else:
+            out.failed_commits += 1
+        out.committed += outcome.committed
+        out.carried_rows += outcome.carried_rows
+        failed.update(outcome.failed)
+    return out
+
+
+__all__ = [
+    "BatchedCommits",
+    "BatchOutcome",
+    "GroupChange",
+    "RewriteFiles",
+    "commit_groups",
+    "commit_in_batches",
+]
