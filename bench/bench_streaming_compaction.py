@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+
 from _harness import final_verdict, firn_catalog, round_order, verdict, workdir
 
 SCHEMA = pa.schema(
@@ -71,7 +72,9 @@ def _writer(catalog: Any, seconds: float, run: Run, rng: random.Random) -> None:
                 ids = list(range(next_id, next_id + 20))
                 next_id += 20
                 payload = ["x" * 1000] * len(ids)
-                table.append(pa.table({"id": ids, "bucket": [i % 2 for i in ids], "payload": payload}, schema=SCHEMA))
+                table.append(
+                    pa.table({"id": ids, "bucket": [i % 2 for i in ids], "payload": payload}, schema=SCHEMA)
+                )
                 live += ids
             run.commits += 1
         except Exception as e:
@@ -83,7 +86,9 @@ def _maintain(table: Any, version: int, run: Run, stop: threading.Event) -> None
     while not stop.is_set():
         try:
             table.refresh()
-            result = table.maintenance.rewrite_data_files(min_input_files=2, partial_progress_enabled=True).run()
+            result = table.maintenance.rewrite_data_files(
+                min_input_files=2, partial_progress_enabled=True
+            ).run()
             run.compactions += 1
             run.carried_rows += result.carried_delete_rows
             run.dropped += [g.reason for g in result.failed_groups]
@@ -122,7 +127,9 @@ def scenario(root: Path, name: str, version: int, seconds: float, compact: bool,
             "commit.retry.max-wait-ms": "100",
         },
     )
-    writer_catalog = firn.load_catalog(f"sqlite:///{root}/{name}.db", warehouse=str(root / f"{name}-warehouse"))
+    writer_catalog = firn.load_catalog(
+        f"sqlite:///{root}/{name}.db", warehouse=str(root / f"{name}-warehouse")
+    )
     observer = catalog.load_table("db.stream")
     run = Run("with compaction" if compact else "without")
     stop = threading.Event()
@@ -142,7 +149,9 @@ def scenario(root: Path, name: str, version: int, seconds: float, compact: bool,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=40.0)
     parser.add_argument("--version", type=int, default=3, choices=(2, 3, 4))
     parser.add_argument("--rounds", type=int, default=1)
@@ -183,8 +192,10 @@ def main() -> None:
         f"files (data + delete) in the last third: with compaction at most {last_with}, without "
         f"{last_without} at the end ({ratio:.2f}x): <= 0.25x: {verdict(ratio <= 0.25)}"
     )
-    print(f"bounded: last third's max {last_with} <= second third's max {middle_with} + 4: "
-          f"{verdict(last_with <= middle_with + 4)}")
+    print(
+        f"bounded: last third's max {last_with} <= second third's max {middle_with} + 4: "
+        f"{verdict(last_with <= middle_with + 4)}"
+    )
     refused = len(without.refused) + len(with_.refused)
     print(f"writer commits refused: {refused}: == 0: {verdict(refused == 0)}")
     print(f"compaction groups dropped: {len(with_.dropped)}: == 0: {verdict(not with_.dropped)}")

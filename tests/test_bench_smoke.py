@@ -21,7 +21,7 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 SCRIPTS = sorted(p.name for p in BENCH.glob("bench_*.py"))
 # Scripts whose issue set no target: they report figures and say so in their verdict line.
-REPORT_ONLY = {"bench_manifest_avro.py", "bench_spark_compaction.py"}
+REPORT_ONLY = {"bench_spark_compaction.py"}
 
 JUDGED = re.compile(r"VERDICT: (MET|MISSED) \((\d+)/(\d+) targets met\)")
 REPORTED = re.compile(r"VERDICT: REPORT ONLY \(.+\)")
@@ -60,8 +60,8 @@ def _check_verdict(script: str, stdout: str) -> None:
         ("bench_x.py", "VERDICT: MET (1/2 targets met)", False),  # inconsistent
         ("bench_x.py", "VERDICT: MET (1/1 targets met)", False),  # the target's line is missing
         ("bench_x.py", "VERDICT: REPORT ONLY (no target)", False),  # not a report-only script
-        ("bench_manifest_avro.py", "VERDICT: REPORT ONLY (no target)", True),
-        ("bench_manifest_avro.py", "x: MET\nVERDICT: MET (1/1 targets met)", False),
+        ("bench_spark_compaction.py", "VERDICT: REPORT ONLY (no target)", True),
+        ("bench_spark_compaction.py", "x: MET\nVERDICT: MET (1/1 targets met)", False),
     ],
 )
 def test_the_verdict_check_can_fail(script: str, stdout: str, ok: bool) -> None:

@@ -41,11 +41,11 @@ from firn.maintenance.reachability import (
     ROOT_MANIFESTS,
     STATISTICS_FILES,
     FileSet,
-    SnapshotTree,
     file_sizes,
     live_delete_paths,
     parallel_map,
     reachable,
+    read_tree,
     read_trees,
     removed_by,
 )
@@ -93,24 +93,39 @@ def _statistics(md: TableMetadata, expired: frozenset[int], out: FileSet) -> Non
                 out.add(kind, path, size)
 
 
+# Expired snapshots are read this many at a time, and each batch's trees (V4 roots are Arrow
+# tables) are dropped before the next is read: memory stays bounded by the batch, not the
+# history.
+INCREMENTAL_BATCH = 16
+
+
 def _incremental(io: FileIO, md: TableMetadata, chain: list[Snapshot], kept: int) -> FileSet:
     out = FileSet()
-    trees = read_trees(io, md, chain[kept - 1 :])
-    oldest_kept, gone = trees[0], trees[1:]
-    for t in gone:
-        out.add(t.top_kind, t.top, -1)
+    oldest_kept = read_tree(io, md, chain[kept - 1])
+    gone = chain[kept:]
+    # The snapshots that removed what only expired snapshots had: each expired snapshot's
+    # child (the newest expired one's child is the oldest retained one), so every expired
+    # snapshot but the oldest, and the oldest retained one.
+    removed = removed_by(io, md, oldest_kept)
+    last = len(gone) - 1
+
+    def one(i: int) -> tuple[FileSet, FileSet]:
+        t = read_tree(io, md, gone[i])
+        freed = FileSet()
+        freed.add(t.top_kind, t.top, -1)
         for path, node in t.manifests.items():
             if path not in oldest_kept.manifests:
-                out.add(node.kind, path, node.size)
+                freed.add(node.kind, path, node.size)
         for path, size in t.manifest_dv_files.items():
             if path not in oldest_kept.manifest_dv_files:
-                out.add(MANIFEST_DV_FILES, path, size)
-    # The snapshots that removed what only expired snapshots had: each expired snapshot's
-    # child (the newest expired one's child is the oldest retained one).
-    children: list[SnapshotTree] = [oldest_kept, *gone[:-1]]
-    removed = FileSet()
-    for part in parallel_map(lambda t: removed_by(io, md, t), children, threads=4):
-        removed.update(part)
+                freed.add(MANIFEST_DV_FILES, path, size)
+        return freed, (removed_by(io, md, t) if i != last else FileSet())
+
+    for start in range(0, len(gone), INCREMENTAL_BATCH):
+        batch = range(start, min(start + INCREMENTAL_BATCH, len(gone)))
+        for freed, part in parallel_map(one, list(batch), threads=4):
+            out.update(freed)
+            removed.update(part)
     puffins = removed.kind(PUFFIN_FILES)
     if puffins:
         for path in live_delete_paths(io, md, oldest_kept, set(puffins)):

@@ -238,8 +238,12 @@ def _is_puffin(formats: Sequence[str | None] | pa.Array | pa.ChunkedArray) -> np
     if isinstance(formats, pa.Array | pa.ChunkedArray):
         lowered = pc.utf8_lower(formats)
         return bool_np(pc.equal(lowered, FileFormat.PUFFIN.value))
-    puffin = _PUFFIN  # an enum's .value per entry costs more than the comparison
-    return np.fromiter(((f or "").lower() == puffin for f in formats), bool, len(formats))
+    # A manifest spells its formats a few ways ("PARQUET", "PUFFIN"): lower each distinct one
+    # once, then look every entry up (C-level map, no Python frame per entry).
+    is_puffin = {f: (f or "").lower() == _PUFFIN for f in set(formats)}
+    if not any(is_puffin.values()):
+        return np.zeros(len(formats), dtype=bool)
+    return np.fromiter(map(is_puffin.__getitem__, formats), bool, len(formats))
 
 
 def _avro_counts(io: FileIO, location: str, small_below: int, keep_ordinals: Any = None) -> _Counts:

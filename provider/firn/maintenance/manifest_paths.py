@@ -25,8 +25,10 @@ import fastavro
 
 from firn.errors import FirnError, InvalidMetadata
 from firn.io.base import FileIO
+from firn.manifests import _entry_codec as codec
 from firn.manifests import avro_schemas as ids
 from firn.manifests._avro_io import (
+    check_array_items,
     corrupt,
     named_types,
     nested_record,
@@ -131,6 +133,9 @@ def read_manifest_paths(io_: FileIO, manifest: ManifestFile) -> ManifestPaths:
     location = manifest.manifest_path
     file = io_.new_input(location)
     data = file.read(file.read_limits.manifest)
+    generated = _read_generated(data, manifest)
+    if generated is not None:
+        return generated
     contents = open_avro(data, location)
     try:
         p = _projection(contents.schema_json)
@@ -165,6 +170,49 @@ def read_manifest_paths(io_: FileIO, manifest: ManifestFile) -> ManifestPaths:
     return ManifestPaths(
         location, tuple(status), tuple(snaps), tuple(content), tuple(paths), tuple(formats), tuple(sizes)
     )
+
+
+def _read_generated(data: bytes, manifest: ManifestFile) -> ManifestPaths | None:
+    """The columns by the decoder generated for the file's schema (``_entry_codec``), which
+    steps over partitions and stats without building them; None when it does not handle the
+    schema or codec (the caller then uses fastavro)."""
+    location = manifest.manifest_path
+    try:
+        container = codec.read_container(data)
+    except Exception as e:
+        raise corrupt(location, e) from e
+    if container.codec not in codec.GENERATED_CODECS:
+        return None
+    check_array_items(container.schema_json, location)
+    try:
+        _projection(container.schema_json)  # the required fields exist (raises ValueError)
+        decoder = codec.entry_decoder(
+            container.schema_json, (ids.STATUS_ID, ids.SNAPSHOT_ID_ID), _FILE_IDS, frozenset()
+        )
+        rows = codec.decode_entries(data, container, decoder)
+    except codec.NotGenerated:
+        return None
+    except FirnError:
+        raise
+    except Exception as e:  # truncated blocks, bad varints, a schema without the fields
+        raise corrupt(location, e) from e
+    if not rows:
+        return ManifestPaths(location, (), (), (), (), (), ())
+    status, snaps, content, paths, formats, sizes = zip(*rows, strict=True)
+    if not set(status) <= {0, 1, 2}:
+        raise InvalidMetadata("manifest entry status outside 0..2", location=location)
+    inherited = manifest.added_snapshot_id
+    if None in snaps:
+        snaps = tuple(inherited if s is None else s for s in snaps)
+    if None in content:  # v1 manifests have no content field: every file is data
+        data_content = int(FileContent.DATA)
+        content = tuple(data_content if c is None else c for c in content)
+    if not all(type(p) is str for p in paths) or not all(type(f) is str for f in formats):
+        raise InvalidMetadata("data_file path or format is not a string", location=location)
+    # A manifest spells its formats a few ways: keep one str object per spelling.
+    spellings = {f: f for f in set(formats)}
+    formats = tuple(map(spellings.__getitem__, formats))
+    return ManifestPaths(location, status, snaps, content, paths, formats, sizes)
 
 
 __all__ = ["ManifestPaths", "read_manifest_paths"]

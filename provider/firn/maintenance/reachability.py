@@ -33,11 +33,12 @@ from pyroaring import BitMap
 
 from firn.core.legacy.reader import snapshot_manifests
 from firn.core.trees import snapshot_changes
-from firn.core.v4.reader import ManifestRef, live_mdvs, manifest_refs, root_table, status_np
+from firn.core.v4.reader import ManifestRef, decode_mdv, live_mdvs, manifest_refs, root_table, status_np
 from firn.errors import InvalidMetadata
 from firn.io.base import FileIO
 from firn.maintenance.manifest_paths import ManifestPaths, read_manifest_paths
-from firn.manifests.v4_io import ManifestKind, read_v4_manifest
+from firn.manifests.v4_io import ManifestKind, conform, read_v4_manifest
+from firn.manifests.v4_layout import V4Layout
 from firn.spec.content import EntryStatus, FileContent, FileFormat, ManifestContent, ManifestFile
 from firn.spec.snapshots import Snapshot
 from firn.spec.table_metadata import TableMetadata
@@ -194,7 +195,7 @@ def read_tree(io: FileIO, md: TableMetadata, snapshot: Snapshot) -> SnapshotTree
             for m in snapshot_manifests(io, snapshot)
         }
         return SnapshotTree(snapshot, snapshot.manifest_list, MANIFEST_LISTS, nodes)
-    root = root_table(io, md, snapshot)
+    root = _tree_root(io, md, snapshot)
     nodes = {}
     for ref in manifest_refs(root):
         avro = ref.file_format is FileFormat.AVRO
@@ -235,6 +236,38 @@ def read_tree(io: FileIO, md: TableMetadata, snapshot: Snapshot) -> SnapshotTree
     return tree
 
 
+# What reachability reads of a V4 root: no stats, no partition values.
+_ROOT_COLUMNS = (
+    "location",
+    "content_type",
+    "file_format",
+    "file_size_in_bytes",
+    "record_count",
+    "version_info",
+    "partition_spec_id",
+    "first_row_id",
+    "referenced_file",
+    "deletion_vector",
+)
+
+
+def _tree_root(io: FileIO, md: TableMetadata, snapshot: Snapshot) -> pa.Table:
+    """A V4 snapshot's root with the columns reachability uses (others null), read past the
+    manifest cache: a walk over every snapshot of a long history would otherwise fill the
+    cache with roots nobody reads again, and hold them."""
+    if snapshot.root_manifest is None:
+        return root_table(io, md, snapshot)
+    table = read_v4_manifest(
+        io,
+        snapshot.root_manifest,
+        expected="root",
+        use_cache=False,
+        columns=_ROOT_COLUMNS,
+        arrow_threads=True,
+    )
+    return conform(table, V4Layout.for_metadata(md))
+
+
 def read_trees(io: FileIO, md: TableMetadata, snapshots: Sequence[Snapshot]) -> list[SnapshotTree]:
     """:func:`read_tree` of each snapshot, in parallel."""
     return parallel_map(lambda s: read_tree(io, md, s), snapshots)
@@ -248,18 +281,26 @@ def read_entries(io: FileIO, md: TableMetadata, node: ManifestNode) -> ManifestP
     """The entries of one manifest (every status, in file order), paths and sizes only."""
     if node.leaf_ref is None:
         return read_manifest_paths(io, node.manifest_file)
-    table = read_v4_manifest(io, node.path, expected=_leaf_kind(node), columns=_LEAF_COLUMNS)
+    # Past the manifest cache: reachability reads each leaf once, and a walk over a large
+    # table would otherwise hold every leaf's columns in the cache.
+    table = read_v4_manifest(
+        io, node.path, expected=_leaf_kind(node), columns=_LEAF_COLUMNS, use_cache=False, arrow_threads=True
+    )
     vi = table.column("version_info")
     sids = pc.struct_field(vi, "snapshot_id").to_pylist()
     inherited = node.added_snapshot_id
     sizes = table.column("file_size_in_bytes").to_pylist()
+    # A leaf spells its formats a few ways: one str object per spelling, not per entry.
+    fmt = table.column("file_format")
+    spellings = {f: f for f in pc.unique(fmt).to_pylist()}
+    formats = tuple(map(spellings.__getitem__, fmt.to_pylist()))
     return ManifestPaths(
         node.path,
         tuple(status_np(table).tolist()),
         tuple(inherited if s is None else s for s in sids),
         tuple(table.column("content_type").to_pylist()),
         tuple(table.column("location").to_pylist()),
-        tuple(table.column("file_format").to_pylist()),
+        formats,
         tuple(-1 if s is None else s for s in sizes),
     )
 
@@ -321,6 +362,57 @@ def reachable(
     return out
 
 
+# Snapshots whose tops are held at once by :func:`reachable_streaming`, and manifests read per
+# round: memory follows these, not the history or the number of manifests.
+STREAM_TREES = 16
+STREAM_MANIFESTS = 64
+
+
+def reachable_streaming(io: FileIO, md: TableMetadata, snapshots: Sequence[Snapshot]) -> FileSet:
+    """:func:`reachable` of ``snapshots``, holding a batch of snapshot tops at a time.
+
+    The tops are read :data:`STREAM_TREES` at a time and dropped once their files are noted;
+    per distinct manifest only its node and the intersection of the manifest DVs of the roots
+    that list it are kept (an entry is reached unless every listing root removes it). Each
+    distinct manifest is then read once, :data:`STREAM_MANIFESTS` at a time, and only the
+    paths of its reached entries are kept. The result holds one path per file, never one
+    object per file per snapshot."""
+    out = FileSet()
+    nodes: dict[str, ManifestNode] = {}
+    removed: dict[str, BitMap | None] = {}
+    for start in range(0, len(snapshots), STREAM_TREES):
+        for t in read_trees(io, md, snapshots[start : start + STREAM_TREES]):
+            out.add(t.top_kind, t.top, -1)
+            out.update(t.root_files)
+            for path, size in t.manifest_dv_files.items():
+                out.add(MANIFEST_DV_FILES, path, size)
+            mdvs = t.mdvs(io) if t.root is not None else None
+            for path, node in t.manifests.items():
+                out.add(node.kind, path, node.size)
+                mask = None if mdvs is None else mdvs.get(path)
+                if path not in nodes:
+                    nodes[path] = node
+                    removed[path] = mask
+                else:
+                    prev = removed[path]
+                    removed[path] = None if prev is None or mask is None else prev & mask
+        _release_arrow_memory()
+    todo = list(nodes.values())
+    for start in range(0, len(todo), STREAM_MANIFESTS):
+        chunk = todo[start : start + STREAM_MANIFESTS]
+        for node, entries in zip(chunk, parallel_map(lambda n: read_entries(io, md, n), chunk), strict=True):
+            _add_live(out, entries, removed[node.path])
+        _release_arrow_memory()
+    return out
+
+
+def _release_arrow_memory() -> None:
+    # Arrow's allocator keeps freed pages for reuse; a walk that reads thousands of Parquet
+    # manifests one batch after another would otherwise keep the high-water mark of every
+    # batch resident.
+    pa.default_memory_pool().release_unused()
+
+
 def removed_by(io: FileIO, md: TableMetadata, tree: SnapshotTree) -> FileSet:
     """The content files ``tree``'s snapshot removed (live in its parent, not in it).
 
@@ -331,9 +423,12 @@ def removed_by(io: FileIO, md: TableMetadata, tree: SnapshotTree) -> FileSet:
     sid = tree.snapshot.snapshot_id
     out = FileSet()
     if tree.root is not None:
-        changes = snapshot_changes(io, md, tree.snapshot)
-        for f in (*changes.removed_data_files, *changes.removed_delete_files):
-            out.add(content_kind(int(f.content), f.file_format.value), f.file_path, f.file_size_in_bytes)
+        if tree.snapshot.root_manifest is None:  # an upgraded table's legacy snapshot
+            changes = snapshot_changes(io, md, tree.snapshot)
+            for f in (*changes.removed_data_files, *changes.removed_delete_files):
+                out.add(content_kind(int(f.content), f.file_format.value), f.file_path, f.file_size_in_bytes)
+            return out
+        _root_removed(io, md, tree, out)
         return out
     own = [n for n in tree.manifests.values() if n.added_snapshot_id == sid and n.may_have_deleted]
     for entries in read_all_entries(io, md, own).values():
@@ -342,6 +437,74 @@ def removed_by(io: FileIO, md: TableMetadata, tree: SnapshotTree) -> FileSet:
                 kind = content_kind(entries.content[i], entries.file_format[i])
                 out.add(kind, entries.path[i], entries.size[i])
     return out
+
+
+def _add_rows(
+    out: FileSet,
+    content: Sequence[int],
+    paths: Sequence[str],
+    formats: Sequence[str],
+    sizes: Sequence[int | None],
+) -> None:
+    for c, path, fmt, size in zip(content, paths, formats, sizes, strict=True):
+        out.add(content_kind(c, fmt), path, -1 if size is None else size)
+
+
+def _root_removed(io: FileIO, md: TableMetadata, tree: SnapshotTree, out: FileSet) -> None:
+    """What a V4 snapshot removed, from its root (already read) alone: its DELETED content
+    entries, and the leaf entries its new manifest DVs remove beyond the DVs they replace
+    (``snapshot_changes``'s rules), read as paths only — the files it added are not opened."""
+    root = tree.root
+    assert root is not None
+    sid = tree.snapshot.snapshot_id
+    vi = root.column("version_info")
+    status = status_np(root)
+    snap = pc.fill_null(pc.struct_field(vi, "snapshot_id"), -1).to_numpy()
+    ct = root.column("content_type").to_numpy()
+    mine = snap == sid
+    deleted = mine & (status == _DELETED)
+    added = mine & (status == int(EntryStatus.ADDED))
+    rows = np.nonzero(deleted & (ct <= int(FileContent.EQUALITY_DELETES)))[0]
+    if len(rows):
+        sub = root.select(["content_type", "location", "file_format", "file_size_in_bytes"]).take(
+            pa.array(rows)
+        )
+        _add_rows(
+            out,
+            sub.column("content_type").to_pylist(),
+            sub.column("location").to_pylist(),
+            sub.column("file_format").to_pylist(),
+            sub.column("file_size_in_bytes").to_pylist(),
+        )
+    is_mdv = ct == int(FileContent.MANIFEST_DV)
+    new_rows = np.nonzero(added & is_mdv)[0]
+    if not len(new_rows):
+        return
+    mdv_rows = root.select(["location", "deletion_vector", "referenced_file"])
+    old: dict[str, BitMap] = {}
+    for i in np.nonzero(deleted & is_mdv)[0]:
+        row = mdv_rows.slice(int(i), 1).to_pylist()[0]
+        old[row["referenced_file"]] = decode_mdv(io, row)
+    newly: dict[str, BitMap] = {}
+    for i in new_rows:
+        row = mdv_rows.slice(int(i), 1).to_pylist()[0]
+        ords = decode_mdv(io, row) - old.get(row["referenced_file"], BitMap())
+        if ords:
+            newly[row["referenced_file"]] = ords
+    for path, node in tree.manifests.items():
+        gone = newly.get(path)
+        if gone is None:
+            continue
+        entries = read_entries(io, md, node)
+        for ordinal in gone:
+            k = int(ordinal)
+            if k >= len(entries):
+                raise InvalidMetadata(
+                    f"manifest DV removes ordinal {k} of a leaf with {len(entries)} entries", location=path
+                )
+            out.add(
+                content_kind(entries.content[k], entries.file_format[k]), entries.path[k], entries.size[k]
+            )
 
 
 def live_delete_paths(io: FileIO, md: TableMetadata, tree: SnapshotTree, wanted: set[str]) -> set[str]:
@@ -434,6 +597,7 @@ __all__ = [
     "metadata_paths",
     "parallel_map",
     "reachable",
+    "reachable_streaming",
     "read_all_entries",
     "read_entries",
     "read_tree",

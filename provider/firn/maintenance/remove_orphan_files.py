@@ -46,7 +46,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 from urllib.parse import urlsplit
@@ -72,7 +72,7 @@ from firn.maintenance.orphan_record import (
     record_location,
     write_record,
 )
-from firn.maintenance.reachability import metadata_paths, reachable, read_trees
+from firn.maintenance.reachability import metadata_paths, reachable_streaming
 from firn.maintenance.runner import LocalRunner, Runner, UnitFunction, UnitResult, WorkUnit
 from firn.spec.deletion_scope import DeletionScope
 from firn.spec.locations import LocationKey, location_key
@@ -353,9 +353,32 @@ def _flatten(mapping: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789+-.")
+
+
 def split_location(location: str) -> tuple[str, str, str]:
     """(scheme, authority, path) of a location; a plain path has neither scheme nor authority.
     The path has duplicate and trailing slashes removed, as Hadoop's ``Path`` normalizes it."""
+    # The common form ``scheme://authority/path`` (lower-case scheme, no query or fragment)
+    # splits with str methods: urlsplit costs microseconds, and orphan removal splits every
+    # referenced path of the table.
+    scheme, sep, rest = location.partition("://")
+    if (
+        sep
+        and len(scheme) > 1
+        and "?" not in rest
+        and "#" not in rest
+        and location[0] > " "  # urlsplit strips leading control characters and spaces...
+        and "\t" not in rest  # ...and drops tabs and newlines anywhere
+        and "\n" not in rest
+        and "\r" not in rest
+        and not set(scheme) - _SCHEME_CHARS
+        and scheme[0].isalpha()
+    ):
+        authority, slash, tail = rest.partition("/")
+        path = slash + tail
+        if "//" not in path and not (len(path) > 1 and path.endswith("/")) and "[" not in authority:
+            return scheme, authority, path
     parts = urlsplit(location)
     if len(parts.scheme) > 1:  # one letter would be a Windows drive
         scheme, authority, path = parts.scheme, parts.netloc, parts.path
@@ -374,16 +397,32 @@ class _Matcher:
     def __init__(self, equal_schemes: Mapping[str, str], equal_authorities: Mapping[str, str]) -> None:
         self.schemes = _flatten(equal_schemes)
         self.authorities = _flatten(equal_authorities)
-        self.known: dict[str, set[tuple[str, str]]] = {}
+        # Normalized path -> its (scheme, authority) pairs; the tuples are shared, since a
+        # table's paths have one or a few forms (one object per form, not per path).
+        self.known: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._forms: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
 
     def key(self, location: str) -> tuple[str, str, str]:
         scheme, authority, path = split_location(location)
         return self.schemes.get(scheme, scheme).lower(), self.authorities.get(authority, authority), path
 
-    def add_all(self, locations: Sequence[str] | set[str]) -> None:
+    def add_all(self, locations: Iterable[str]) -> int:
+        """Index ``locations``; returns how many were new (by path, scheme and authority)."""
+        known, forms, key = self.known, self._forms, self.key
+        added = 0
         for loc in locations:
-            scheme, authority, path = self.key(loc)
-            self.known.setdefault(path, set()).add((scheme, authority))
+            scheme, authority, path = key(loc)
+            pair = (scheme, authority)
+            refs = known.get(path)
+            if refs is None:
+                refs = (pair,)
+            elif pair in refs:
+                continue
+            else:
+                refs = tuple(sorted({*refs, pair}))
+            known[path] = forms.setdefault(refs, refs)
+            added += 1
+        return added
 
     def match(self, location: str, mode: str) -> tuple[bool, str | None]:
         """(is an orphan, the conflict when a prefix mismatch kept it)."""
@@ -401,13 +440,18 @@ class _Matcher:
         return False, f"{s or '-'}://{a or '-'} (referenced) vs {scheme or '-'}://{authority or '-'} (listed)"
 
 
-def _referenced(table: MaintainedTable, md: TableMetadata, location: str) -> set[str]:
-    trees = read_trees(table.io, md, list(md.snapshots))
-    out = reachable(table.io, md, trees).paths()
-    out.update(metadata_paths(md, table.metadata_location))
+def _referenced(table: MaintainedTable, md: TableMetadata, location: str) -> Iterator[str]:
+    """Every referenced location (a path may come more than once). The reachable files are
+    handed over one at a time and dropped as they go, so the matcher's index is the only
+    per-file structure left (no second set of the same paths beside it)."""
+    files = reachable_streaming(table.io, md, list(md.snapshots))
+    while files.files:
+        _, group = files.files.popitem()
+        while group:  # popped one by one: each path is freed once the matcher has its key
+            yield group.popitem()[0]
+    yield from metadata_paths(md, table.metadata_location)
     for base in {md.location.rstrip("/"), location.rstrip("/")}:
-        out.add(f"{base}/metadata/{VERSION_HINT}")
-    return out
+        yield f"{base}/metadata/{VERSION_HINT}"
 
 
 def _hidden(relative: str, partition_names: set[str]) -> bool:
@@ -453,8 +497,7 @@ class RemoveOrphanFiles(
         schemes = dict(o.equal_schemes if o.equal_schemes is not None else DEFAULT_EQUAL_SCHEMES)
         authorities = dict(o.equal_authorities or {})
         matcher = _Matcher(schemes, authorities)
-        referenced = _referenced(self.table, md, location)
-        matcher.add_all(referenced)
+        referenced = matcher.add_all(_referenced(self.table, md, location))
         scope = self.table.deletion_scope()
         grace = md.table_properties.orphans_grace_ms
         record_at = record_location(md.location)
@@ -491,7 +534,7 @@ class RemoveOrphanFiles(
             listed=found.listed,
             too_young=found.too_young,
             hidden=found.hidden,
-            referenced=len(referenced),
+            referenced=referenced,
             mismatched=found.mismatched,
             conflicts=tuple(found.conflicts),
             grace_ms=grace,

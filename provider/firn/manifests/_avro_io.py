@@ -69,15 +69,19 @@ def open_avro(data: bytes, location: str) -> AvroContents:
         raise corrupt(location, e) from e
     if not isinstance(writer_schema, dict) or writer_schema.get("type") != "record":
         raise InvalidMetadata("Avro schema is not a record", location=location)
-    schema_json = str(metadata.get("avro.schema", ""))
+    check_array_items(str(metadata.get("avro.schema", "")), location)
+    # The top-level schema is a record, so every datum fastavro yields is a dict.
+    records = cast(Iterator[dict[Any, Any]], iter(reader))
+    return AvroContents(metadata, str(metadata.get("avro.schema", "")), writer_schema, records)
+
+
+def check_array_items(schema_json: str, location: str) -> None:
+    """Refuse a schema with an array of zero-byte items (see :func:`_has_zero_byte_array_items`)."""
     if _has_zero_byte_array_items(schema_json):
         raise InvalidMetadata(
             "Avro schema has an array of zero-byte items; the file is corrupt or not an Iceberg file",
             location=location,
         )
-    # The top-level schema is a record, so every datum fastavro yields is a dict.
-    records = cast(Iterator[dict[Any, Any]], iter(reader))
-    return AvroContents(metadata, str(metadata.get("avro.schema", "")), writer_schema, records)
 
 
 _MIN_ENCODED_SIZE = {
@@ -301,6 +305,7 @@ def named_types(schema: Any) -> dict[str, Any]:
 
 __all__ = [
     "DEFAULT_CODEC",
+    "check_array_items",
     "check_types",
     "SUPPORTED_CODECS",
     "SYNC_INTERVAL",

@@ -20,9 +20,11 @@ from typing import Any
 
 from firn.errors import FirnError, InvalidMetadata, ValidationError
 from firn.io.base import InputFile, OutputFile
+from firn.manifests import _entry_codec as codec
 from firn.manifests import cache as _cache
 from firn.manifests._avro_io import (
     DEFAULT_CODEC,
+    check_array_items,
     check_types,
     corrupt,
     field_name,
@@ -523,6 +525,129 @@ def _decode_entries(
     return out
 
 
+# The order of the fields the generated decoder returns per entry (``_entry_codec``).
+_GEN_ENTRY_IDS = (ids.STATUS_ID, ids.SNAPSHOT_ID_ID, ids.SEQUENCE_NUMBER_ID, ids.FILE_SEQUENCE_NUMBER_ID)
+_GEN_FILE_IDS = (
+    ids.CONTENT_ID,
+    ids.FILE_PATH_ID,
+    ids.FILE_FORMAT_ID,
+    ids.PARTITION_ID,
+    ids.RECORD_COUNT_ID,
+    ids.FILE_SIZE_ID,
+    ids.COLUMN_SIZES_ID,
+    ids.VALUE_COUNTS_ID,
+    ids.NULL_VALUE_COUNTS_ID,
+    ids.NAN_VALUE_COUNTS_ID,
+    ids.LOWER_BOUNDS_ID,
+    ids.UPPER_BOUNDS_ID,
+    ids.KEY_METADATA_ID,
+    ids.SPLIT_OFFSETS_ID,
+    ids.EQUALITY_IDS_ID,
+    ids.SORT_ORDER_ID_ID,
+    ids.FIRST_ROW_ID_ID,
+    ids.REFERENCED_DATA_FILE_ID,
+    ids.CONTENT_OFFSET_ID,
+    ids.CONTENT_SIZE_ID,
+)
+_MAP_IDS = frozenset(
+    (
+        ids.COLUMN_SIZES_ID,
+        ids.VALUE_COUNTS_ID,
+        ids.NULL_VALUE_COUNTS_ID,
+        ids.NAN_VALUE_COUNTS_ID,
+        ids.LOWER_BOUNDS_ID,
+        ids.UPPER_BOUNDS_ID,
+    )
+)
+
+
+def _as_map(m: Any) -> Any:
+    # The generated decoder builds dicts for Appendix A's key/value arrays and Avro maps; any
+    # other shape in a stats field is a damaged or foreign file.
+    if m is None or type(m) is dict:
+        return m
+    raise ValueError(f"stats field is a {type(m).__name__}, not a map")
+
+
+def _build_entries(
+    rows: list[tuple[Any, ...]], dec: _EntryDecoder, manifest: ManifestFile
+) -> list[ManifestEntry]:
+    """ManifestEntry objects from the generated decoder's tuples (fields in ``_GEN_*`` order)."""
+    inherit = EntryInheritance.of(manifest)
+    snapshot, sequence, first_row_id = inherit.snapshot, inherit.sequence, inherit.first_row_id
+    decode_partition = dec.partition.decode
+    spec_id = manifest.partition_spec_id
+    data = FileContent.DATA
+    status_by_id, content_by_id, format_by_name = _STATUS_BY_ID, _CONTENT_BY_ID, _FORMAT_BY_NAME
+    new, entry = make_data_file, ManifestEntry
+    out: list[ManifestEntry] = []
+    append = out.append
+    for (
+        status_id, snap, seq, fseq,
+        content_id, path, fmt, part, record_count, size,
+        cs, vc, nc, nan, lo, hi, key, split, eq, sort, frid, ref, off, csize,
+    ) in rows:  # fmt: skip
+        status = status_by_id[status_id]
+        content = data if content_id is None else content_by_id[content_id]
+        if type(path) is not str:
+            raise ValueError("data_file.file_path is missing")
+        data_file = new(
+            content,
+            path,
+            format_by_name.get(fmt) or FileFormat.parse(fmt),
+            decode_partition(part),
+            record_count,
+            size,
+            spec_id,
+            _as_map(cs),
+            _as_map(vc),
+            _as_map(nc),
+            _as_map(nan),
+            _as_map(lo),
+            _as_map(hi),
+            key,
+            None if split is None else tuple(split),
+            None if eq is None else tuple(eq),
+            sort,
+            first_row_id(status, content, frid, record_count),
+            ref,
+            off,
+            csize,
+        )
+        append(entry(status, snapshot(snap), sequence(status, seq), sequence(status, fseq), data_file))
+    return out
+
+
+def _read_generated(
+    data: bytes, location: str, manifest: ManifestFile, partition_type: StructType | None
+) -> list[ManifestEntry] | None:
+    """Decode with the decoder generated for the file's schema; None when the schema or codec
+    is one it does not handle (the caller then uses fastavro)."""
+    try:
+        container = codec.read_container(data)
+    except Exception as e:
+        raise corrupt(location, e) from e
+    if container.codec not in codec.GENERATED_CODECS:
+        return None
+    check_array_items(container.schema_json, location)
+    try:
+        dec = _decoder_for(container.schema_json, partition_type)
+        block_decoder = codec.entry_decoder(container.schema_json, _GEN_ENTRY_IDS, _GEN_FILE_IDS, _MAP_IDS)
+    except codec.NotGenerated:
+        return None
+    except FirnError:
+        raise
+    except Exception as e:
+        raise corrupt(location, e) from e
+    try:
+        with gc_paused():
+            return _build_entries(codec.decode_entries(data, container, block_decoder), dec, manifest)
+    except FirnError:
+        raise
+    except Exception as e:  # truncated blocks, bad varints, a field of the wrong shape
+        raise corrupt(location, e) from e
+
+
 def _check_counts(entries: list[ManifestEntry], manifest: ManifestFile, location: str) -> None:
     """Compare entry counts with the manifest-list entry: catches a file cut at a block boundary,
     which Avro itself cannot detect (there is no footer)."""
@@ -569,15 +694,19 @@ def read_manifest(
     cached = _cache.MANIFEST_CACHE.get(key) if use_cache else None
     if cached is None:
         data, location = source_bytes(source, location)
-        contents = open_avro(data, location)
-        try:
-            dec = _decoder_for(contents.schema_json, partition_type)
-            with gc_paused():
-                entries = _decode_entries(contents.records, dec, manifest)
-        except FirnError:
-            raise
-        except Exception as e:  # truncated blocks surface while iterating; bad records as Key/TypeError
-            raise corrupt(location, e) from e
+        generated = _read_generated(data, location, manifest, partition_type)
+        if generated is not None:
+            entries = generated
+        else:
+            contents = open_avro(data, location)
+            try:
+                dec = _decoder_for(contents.schema_json, partition_type)
+                with gc_paused():
+                    entries = _decode_entries(contents.records, dec, manifest)
+            except FirnError:
+                raise
+            except Exception as e:  # truncated blocks surface while iterating; bad records as Key/TypeError
+                raise corrupt(location, e) from e
         _check_counts(entries, manifest, location)
         cached = tuple(entries)
         if use_cache:

@@ -10,7 +10,9 @@ what they derive, keyed by the manifest's path (manifests are immutable).
 
 from __future__ import annotations
 
+import functools
 import io
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -19,7 +21,9 @@ import fastavro
 
 from firn.errors import FirnError, InvalidMetadata
 from firn.io.base import InputFile
+from firn.manifests import _entry_codec as codec
 from firn.manifests._avro_io import (
+    check_array_items,
     check_types,
     corrupt,
     named_types,
@@ -108,6 +112,9 @@ def read_entry_columns(
             f"cannot project data_file fields {unknown}; projectable: {sorted(PROJECTABLE_TYPES)}"
         )
     data, where = source_bytes(source, location)
+    generated = _read_generated(data, tuple(field_ids), where)
+    if generated is not None:
+        return generated
     contents = open_avro(data, where)
     try:
         p = _projection(contents.writer_schema, field_ids, where)
@@ -130,6 +137,48 @@ def read_entry_columns(
     except Exception as e:  # truncated blocks surface while iterating; bad records as Key/TypeError
         raise corrupt(where, e) from e
     return EntryColumns(status, {i: columns.get(i) for i in field_ids})
+
+
+@functools.lru_cache(maxsize=128)
+def _checked(schema_json: str, field_ids: tuple[int, ...]) -> tuple[int, ...]:
+    """The requested fields the file has, after the same checks as the fastavro path (cached
+    by schema text; a failing schema raises every time)."""
+    p = _projection(json.loads(schema_json), field_ids, "<schema>")
+    return tuple(p.names)
+
+
+def _read_generated(data: bytes, field_ids: tuple[int, ...], where: str) -> EntryColumns | None:
+    """The columns by the decoder generated for the file's schema (``_entry_codec``); None when
+    it does not handle the schema or codec."""
+    try:
+        container = codec.read_container(data)
+    except Exception as e:
+        raise corrupt(where, e) from e
+    if container.codec not in codec.GENERATED_CODECS:
+        return None
+    check_array_items(container.schema_json, where)
+    try:
+        try:
+            present = set(_checked(container.schema_json, field_ids))
+        except InvalidMetadata:
+            _projection(json.loads(container.schema_json), field_ids, where)  # raises, naming the file
+            raise
+        decoder = codec.entry_decoder(container.schema_json, (ids.STATUS_ID,), field_ids, frozenset())
+        with gc_paused():
+            rows = codec.decode_entries(data, container, decoder)
+    except codec.NotGenerated:
+        return None
+    except FirnError:
+        raise
+    except Exception as e:  # truncated blocks, bad varints, a schema that fails the type checks
+        raise corrupt(where, e) from e
+    if not rows:
+        return EntryColumns([], {i: ([] if i in present else None) for i in field_ids})
+    columns = list(zip(*rows, strict=True))
+    return EntryColumns(
+        list(columns[0]),
+        {i: (list(columns[k + 1]) if i in present else None) for k, i in enumerate(field_ids)},
+    )
 
 
 __all__ = ["PROJECTABLE_TYPES", "EntryColumns", "read_entry_columns"]

@@ -136,8 +136,14 @@ def read_v4_manifest(
     expected: ManifestKind | None = None,
     use_cache: bool = True,
     columns: Sequence[str] | None = None,
+    arrow_threads: bool = False,
 ) -> pa.Table:
     """Read and validate a V4 manifest as an Arrow table (columns as written).
+
+    The file is decoded on the calling thread unless ``arrow_threads`` (Arrow's own pool):
+    callers read many manifests from their own threads, where a per-file pool costs more
+    than it saves. Walks that hold little and read many files pass ``arrow_threads=True``:
+    each Python thread decoding Parquet keeps its own allocator heap, which stays resident.
 
     ``columns`` (top-level names or ``parent.child`` paths) reads only those, plus what
     validation needs; names the file lacks are skipped. Planning uses it to leave out stats it
@@ -158,7 +164,10 @@ def read_v4_manifest(
             file.read_limits.manifest.check(location, f.size())
             pf = pq.ParquetFile(f)
             meta = pf.metadata.metadata or {}
-            table = pf.read(columns=None if columns is None else _present(pf.schema_arrow, columns, expected))
+            table = pf.read(
+                columns=None if columns is None else _present(pf.schema_arrow, columns, expected),
+                use_threads=arrow_threads,
+            )
     except (pa.ArrowException, OSError, UnicodeDecodeError) as e:
         raise InvalidMetadata(f"not a readable V4 manifest (Parquet): {e}", location=location) from e
     version = meta.get(FORMAT_VERSION_KEY)

@@ -264,23 +264,28 @@ class _PlannedTask(FileScanTask):
 
     @property
     def file(self) -> DataFile:
-        return self._chunk.task(self._i).file
+        tasks = self._chunk._tasks  # decoded already: skip the method call (read per task)
+        return (self._chunk.task(self._i) if tasks is None else tasks[self._i]).file
 
     @property
     def data_sequence_number(self) -> int:
-        return self._chunk.task(self._i).data_sequence_number
+        tasks = self._chunk._tasks  # decoded already: skip the method call (read per task)
+        return (self._chunk.task(self._i) if tasks is None else tasks[self._i]).data_sequence_number
 
     @property
     def delete_files(self) -> tuple[DataFile, ...]:
-        return self._chunk.task(self._i).delete_files
+        tasks = self._chunk._tasks  # decoded already: skip the method call (read per task)
+        return (self._chunk.task(self._i) if tasks is None else tasks[self._i]).delete_files
 
     @property
     def residual(self) -> BooleanExpression | None:
-        return self._chunk.task(self._i).residual
+        tasks = self._chunk._tasks  # decoded already: skip the method call (read per task)
+        return (self._chunk.task(self._i) if tasks is None else tasks[self._i]).residual
 
     @property
     def origin(self) -> tuple[str, int] | None:
-        return self._chunk.task(self._i).origin
+        tasks = self._chunk._tasks  # decoded already: skip the method call (read per task)
+        return (self._chunk.task(self._i) if tasks is None else tasks[self._i]).origin
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, _PlannedTask):
