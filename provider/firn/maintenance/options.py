@@ -513,11 +513,6 @@ class RewritePositionDeleteFilesOptions(RewriteDeletionVectorsOptions):
     )
     rewrite_job_order: str = field(default="none", metadata=option("group order", "str", choices=JOB_ORDERS))
 
-    def deletion_vector_options(self) -> RewriteDeletionVectorsOptions:
-        """The options a conversion to deletion vectors (v3+) uses."""
-        common = {f.name for f in dataclasses.fields(RewriteDeletionVectorsOptions)}
-        return RewriteDeletionVectorsOptions(**{n: getattr(self, n) for n in common})
-
 
 @dataclass(frozen=True, kw_only=True)
 class RewriteManifestsOptions(MaintenanceOptions):

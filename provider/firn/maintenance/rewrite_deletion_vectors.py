@@ -50,7 +50,7 @@ from firn.maintenance.base import (
     plan_identity,
 )
 from firn.maintenance.dangling_deletes import dangling_deletes
-from firn.maintenance.options import RewriteDeletionVectorsOptions
+from firn.maintenance.options import RewriteDeletionVectorsOptions, RewritePositionDeleteFilesOptions
 from firn.maintenance.rewrite_commit import GroupChange, commit_in_batches
 from firn.maintenance.rewrite_planning import (
     FileSizes,
@@ -146,7 +146,8 @@ class RewriteDeletionVectorsPlan(GroupedPlan, MaintenancePlan[RewriteDeletionVec
 
     OPERATION: ClassVar[str] = "rewrite_deletion_vectors"
 
-    options: RewriteDeletionVectorsOptions
+    # A conversion inside ``rewrite_position_delete_files`` (v3+) keeps that operation's options.
+    options: RewriteDeletionVectorsOptions | RewritePositionDeleteFilesOptions
     branch: str
     groups: tuple[DVGroup, ...]
     files_scanned: int

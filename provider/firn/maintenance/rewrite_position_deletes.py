@@ -382,10 +382,9 @@ class RewritePositionDeleteFiles(
         if md.format_version >= MIN_FORMAT_VERSION_DELETION_VECTORS:
             dv_plan = None
             if snap is not None:
-                dv_options = o.deletion_vector_options()
-                planned, scanned = plan_dv_groups(self.table, md, dv_options, sizes, pack_dvs=False)
+                planned, scanned = plan_dv_groups(self.table, md, o, sizes, pack_dvs=False)
                 dv_plan = RewriteDeletionVectorsPlan(
-                    **{**identity, "options": dv_options},
+                    **identity,
                     branch=o.branch,
                     groups=tuple(planned.groups),
                     files_scanned=scanned,
