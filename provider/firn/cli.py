@@ -12,9 +12,12 @@
 
 Every command takes ``--catalog URI`` (or ``FIRN_CATALOG_URI``), ``--catalog-name`` (or
 ``FIRN_CATALOG_NAME``; one SQL database can hold several catalogs, default ``default``),
-``--warehouse`` (or ``FIRN_WAREHOUSE``), ``--catalog-property key=value`` (repeatable) and ``--json`` (machine
-output on stdout: the health, plan or result JSON); these may also come before the command
-group (``firn --catalog URI table list``). ``firn maintain <op>`` runs
+``--warehouse`` (or ``FIRN_WAREHOUSE``), ``--catalog-property key=value`` (repeatable), ``--json`` (machine
+output on stdout: the health, plan or result JSON, raw numbers) and ``--plain`` (tables as
+tab-separated lines); these may also come before the command group (``firn --catalog URI
+table list``). Human output reads numbers through :mod:`firn.maintenance.present` (the demo's
+and the health page's formatter: 24-hour UTC, durations, binary bytes) and folds long ids and
+paths rather than cutting them. ``firn maintain <op>`` runs
 the operation its short name names in ``firn.maintenance.registry`` with
 options in Iceberg's hyphenated spelling (``-o min-input-files=2``); ``--dry-run`` prints the
 plan instead. A run holds the table's maintenance lease. Progress goes to stderr, so ``--json``
@@ -31,9 +34,9 @@ the table's lease (the message names its holder, operation and expiry).
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -58,11 +61,14 @@ from firn.catalog.base import Catalog, to_identifier
 from firn.errors import FirnError, LeaseHeld, NotFound, Unsupported, ValidationError
 from firn.maintenance import registry
 from firn.maintenance.base import MaintenanceResult
+from firn.maintenance.present import estimate_sentence, health_rows, options_text, recommendation_lines
 from firn.maintenance.recommend import Recommendation
+from firn.maintenance.remove_orphan_files import DRY_RUN_HINT_CLI, DRY_RUN_HINT_PYTHON
 from firn.maintenance.run_record import GroupRunResult, GroupsFailed
 from firn.maintenance.runner import LocalRunner
 from firn.spec import summary as S
 from firn.table.table import Table
+from firn.util import present
 from firn.util.secrets import is_secret_key, mask_secrets
 
 CATALOG_ENV = "FIRN_CATALOG_URI"
@@ -129,9 +135,16 @@ class Settings:
     warehouse: str | None = None
     properties: tuple[str, ...] = ()
     json: bool = False
+    plain: bool = False
 
 
 def _common_options(fn: F) -> F:
+    fn = click.option(
+        "--plain",
+        is_flag=True,
+        default=False,
+        help="Tables as tab-separated lines, nothing styled or folded (for cut, awk, copying ids).",
+    )(fn)
     fn = click.option(
         "--json", "as_json", is_flag=True, default=False, help="Machine output (JSON) on stdout."
     )(fn)
@@ -164,6 +177,7 @@ def _settings(
     warehouse: str | None,
     catalog_properties: Sequence[str],
     as_json: bool,
+    plain: bool,
 ) -> Settings:
     outer: Settings = click.get_current_context().find_object(Settings) or Settings()
     return Settings(
@@ -172,6 +186,7 @@ def _settings(
         warehouse=warehouse or outer.warehouse or os.environ.get(WAREHOUSE_ENV) or None,
         properties=(*outer.properties, *catalog_properties),
         json=as_json or outer.json,
+        plain=plain or outer.plain,
     )
 
 
@@ -213,9 +228,9 @@ def _errors() -> Iterator[None]:
     except LeaseHeld as e:
         raise CliError(str(e), EXIT_LEASE_HELD) from e
     except (ValidationError, NotFound, Unsupported) as e:
-        raise CliError(str(e), EXIT_BAD_INPUT) from e
+        raise CliError(_in_cli_syntax(str(e)), EXIT_BAD_INPUT) from e
     except FirnError as e:
-        raise CliError(f"{type(e).__name__}: {e}", EXIT_FAILED) from e
+        raise CliError(f"{type(e).__name__}: {_in_cli_syntax(str(e))}", EXIT_FAILED) from e
 
 
 def _load(catalog: Catalog, name: str) -> Table:
@@ -231,15 +246,26 @@ def _console(err: bool = False) -> Console:
 
 
 def _ts(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="seconds")
+    return present.timestamp(ms)
+
+
+def _show(s: Settings, table: RichTable) -> None:
+    """A table on stdout: drawn by rich, ids and paths folded (never cut); with ``--plain``,
+    tab-separated lines (a header line first when the table has headers)."""
+    if not s.plain:
+        _console().print(table)
+        return
+    columns = table.columns
+    if table.show_header:
+        click.echo("\t".join(str(c.header) for c in columns))
+    for row in zip(*(list(c.cells) for c in columns)):
+        click.echo("\t".join(str(cell) for cell in row))
 
 
 def _kv_table(title: str, rows: Mapping[str, Any]) -> RichTable:
     t = RichTable(title=title, show_header=False, title_justify="left")
-    t.add_column("key", style="bold")
-    t.add_column("value")
+    t.add_column("key", style="bold", overflow="fold")
+    t.add_column("value", overflow="fold")  # ids and paths are folded, never cut
     for k, v in rows.items():
         counted = isinstance(v, int) and not isinstance(v, bool) and not k.endswith("_id")
         t.add_row(k, "-" if v is None else (f"{v:,}" if counted else str(v)))
@@ -257,9 +283,10 @@ def main(
     warehouse: str | None,
     catalog_properties: tuple[str, ...],
     as_json: bool,
+    plain: bool,
 ) -> None:
     """Firn: inspect Iceberg tables and run their maintenance."""
-    ctx.obj = Settings(catalog_uri, catalog_name, warehouse, catalog_properties, as_json)
+    ctx.obj = Settings(catalog_uri, catalog_name, warehouse, catalog_properties, as_json, plain)
 
 
 @main.group()
@@ -348,22 +375,21 @@ def table_show(name: str, **common: Any) -> None:
     if s.json:
         _echo_json(info)
         return
-    out = _console()
     scalars = {k: v for k, v in info.items() if not isinstance(v, list | dict) and v is not None}
     scalars["maintenance lease"] = (
         f"{holder.owner} ({holder.operation}) until {_ts(holder.expires_at_ms)}" if holder else "free"
     )
-    out.print(_kv_table(t.name, scalars))
+    _show(s, _kv_table(t.name, scalars))
     schema = RichTable("id", "name", "type", "required", title="schema", title_justify="left")
     for f in info["schema"]:
         schema.add_row(str(f["id"]), f["name"], f["type"], "yes" if f["required"] else "")
-    out.print(schema)
+    _show(s, schema)
     if info["partition_spec"]:
-        out.print(
+        click.echo(
             "partitioned by " + ", ".join(f"{p['transform']}({p['name']})" for p in info["partition_spec"])
         )
     if info["properties"]:
-        out.print(_kv_table("properties", info["properties"]))
+        _show(s, _kv_table("properties", info["properties"]))
 
 
 @table.command("snapshots")
@@ -390,7 +416,9 @@ def table_snapshots(name: str, limit: int | None, **common: Any) -> None:
     if s.json:
         _echo_json(rows)
         return
-    out = RichTable("snapshot", "parent", "committed", "operation", "data files", "records", title=t.name)
+    out = RichTable(title=t.name)
+    for head in ("snapshot", "parent", "committed", "operation", "data files", "records"):
+        out.add_column(head, overflow="fold")
     for r in rows:
         summary = r["summary"]
         out.add_row(
@@ -401,7 +429,7 @@ def table_snapshots(name: str, limit: int | None, **common: Any) -> None:
             summary.get(S.TOTAL_DATA_FILES, "-"),
             summary.get(S.TOTAL_RECORDS, "-"),
         )
-    _console().print(out)
+    _show(s, out)
 
 
 @table.command("files")
@@ -432,10 +460,12 @@ def table_files(name: str, limit: int, **common: Any) -> None:
     if s.json:
         _echo_json({"files": total, "shown": rows})
         return
-    out = RichTable("path", "format", "records", "bytes", "deletes", title=f"{t.name}: {total:,} data files")
+    out = RichTable(title=f"{t.name}: {total:,} data files")
+    for head in ("path", "format", "records", "bytes", "deletes"):
+        out.add_column(head, overflow="fold")
     for r in rows:
         out.add_row(r["path"], r["format"], f"{r['records']:,}", f"{r['size']:,}", str(r["delete_files"]))
-    _console().print(out)
+    _show(s, out)
     if total > len(rows):
         click.echo(f"({total - len(rows):,} more; --limit to see them)")
 
@@ -451,11 +481,7 @@ def table_health_cmd(name: str, **common: Any) -> None:
     if s.json:
         click.echo(health.to_json())
         return
-    rows = health.to_dict()
-    for key in ("measured_at_ms", "last_commit_ms"):
-        rows[key] = _ts(rows[key])
-    rows["delete_ratio"] = f"{health.delete_ratio:.4f}"
-    _console().print(_kv_table(f"health of {health.table}", rows))
+    _show(s, _kv_table(f"health of {health.table}", dict(health_rows(health))))
 
 
 # -- firn maintain ...
@@ -498,6 +524,22 @@ def _progress_enabled(flag: bool | None) -> bool:
     return flag if flag is not None else sys.stderr.isatty()
 
 
+# "pass force=True", "Pass sort_order='id DESC'": a library message naming a Python keyword.
+_PYTHON_OPTION = re.compile(r"\b([Pp])ass ([a-z][a-z0-9_]*)=(True|False|'[^']*'|[^\s,;)]+)")
+
+
+def _in_cli_syntax(text: str) -> str:
+    """A library message with the CLI's spelling of the options it names: ``pass
+    delete=True`` becomes ``pass -o dry-run=false``."""
+
+    def cli(m: re.Match[str]) -> str:
+        value = m.group(3)
+        value = value.lower() if value in ("True", "False") else value
+        return f"{m.group(1)}ass -o {m.group(2).replace('_', '-')}={value}"
+
+    return _PYTHON_OPTION.sub(cli, text.replace(DRY_RUN_HINT_PYTHON, DRY_RUN_HINT_CLI))
+
+
 def _run(
     table: Table, operation: str, options: dict[str, Any], dry_run: bool, s: Settings, progress: bool | None
 ) -> None:
@@ -505,7 +547,7 @@ def _run(
     op = table.maintenance.operation(operation, options)
     if dry_run:
         plan = op.plan()
-        click.echo(plan.to_json() if s.json else str(plan))
+        click.echo(plan.to_json() if s.json else _in_cli_syntax(str(plan)))
         return
     failure: GroupsFailed | None = None
     with _ProgressDisplay(f"{method} on {table.name}", _progress_enabled(progress)) as display:
@@ -532,7 +574,7 @@ def _print_result(title: str, result: MaintenanceResult, s: Settings) -> None:
     # first ones printed under it, like what was skipped or kept and why.
     listed = {k: v for k, v in data.items() if isinstance(v, list)}
     data.update({k: len(v) for k, v in listed.items()})
-    _console().print(_kv_table(title, data))
+    _show(s, _kv_table(title, data))
     for line in report:
         click.echo(line)
     for key, paths in listed.items():
@@ -583,24 +625,22 @@ def _maintain_command(short: str, method: str) -> click.Command:
     return command
 
 
-def _print_recommendations(name: str, recs: list[Recommendation]) -> None:
-    out = RichTable(title=f"recommended for {name}", title_justify="left")
-    out.add_column("#")
-    out.add_column("operation", no_wrap=True)
-    for head in ("options", "files removed", "bytes", "entries saved"):
-        out.add_column(head, no_wrap=True)
-    for i, r in enumerate(recs, 1):
-        e = r.estimate
-        out.add_row(
-            str(i),
-            r.operation,
-            json.dumps(r.options) if r.options else "",
-            *("?" if v is None else f"{v:,}" for v in (e.files_removed, e.bytes, e.planning_entries_saved)),
-        )
-    console = _console()
-    console.print(out)
-    for i, r in enumerate(recs, 1):
-        console.print(f"{i}. {r.operation}: {r.reason}", highlight=False)
+def _print_recommendations(s: Settings, name: str, recs: list[Recommendation]) -> None:
+    """Numbered paragraphs, options in this CLI's syntax (``-o key=value``), so each line can
+    be pasted after ``firn maintain <operation> TABLE``; ``--plain``: one tab-separated line
+    per recommendation."""
+    if s.plain:
+        click.echo("operation\toptions\treason\tgain")
+        for r in recs:
+            click.echo(
+                "\t".join(
+                    (r.operation, options_text(r.options, "cli"), r.reason, estimate_sentence(r.estimate))
+                )
+            )
+        return
+    click.echo(f"recommended for {name}:")
+    for line in recommendation_lines(recs, "cli"):
+        click.echo(line)
 
 
 @maintain.command("recommend")
@@ -621,28 +661,42 @@ def maintain_recommend(name: str, run_them: bool, progress: bool | None, **commo
             if s.json:
                 _echo_json([r.to_dict() for r in recs])
             elif recs:
-                _print_recommendations(t.name, recs)
+                _print_recommendations(s, t.name, recs)
             else:
                 click.echo(f"{t.name}: nothing to do")
             return
-        results = []
-        for r in recs:
-            op = t.maintenance.operation(r.operation, r.options)
+        results: list[dict[str, Any]] = []
+        satisfied: list[str] = []
+        for i, listed in enumerate(recs):
+            # An earlier operation may have done this one's work (compaction leaves fewer
+            # files in the V4 root, expiry fewer manifests): ask again, and run it only if it
+            # is still recommended, with the options recommended now.
+            current = {r.operation: r for r in (recs if i == 0 else t.maintenance.recommend())}
+            r = current.get(listed.operation)
+            if r is None:
+                satisfied.append(listed.operation)
+                continue
+            op = t.maintenance.operation(r.operation, dict(r.options))
             with _ProgressDisplay(f"{r.operation} on {t.name}", _progress_enabled(progress)) as display:
                 results.append(op.run(runner=LocalRunner(progress=display)).to_dict())
             t.refresh()
     if s.json:
-        _echo_json({"recommendations": [r.to_dict() for r in recs], "results": results})
+        _echo_json(
+            {"recommendations": [r.to_dict() for r in recs], "results": results, "satisfied": satisfied}
+        )
         return
     if not recs:
         click.echo(f"{t.name}: nothing to do")
         return
-    summary = RichTable("operation", "snapshot", "ms", title=f"maintenance of {t.name}")
+    summary = RichTable("operation", "snapshot", "took", title=f"maintenance of {t.name}")
+    summary.columns[1].overflow = "fold"
     for res in results:
         summary.add_row(
-            res["operation"], str(res.get("snapshot_id") or "-"), f"{res.get('duration_ms', 0):,}"
+            res["operation"], str(res.get("snapshot_id") or "-"), present.duration(res.get("duration_ms"))
         )
-    _console().print(summary)
+    for name in satisfied:
+        summary.add_row(name, "-", "not run: an earlier operation did its work")
+    _show(s, summary)
 
 
 # -- serving a catalog over the Iceberg REST protocol ------------------------------------------

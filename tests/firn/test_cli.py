@@ -9,6 +9,7 @@ import shlex
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -107,7 +108,13 @@ def test_table_commands(uri: str) -> None:
 
     health = json.loads(firn("table", "health", "db.v4", "--catalog", uri, "--json").stdout)
     assert health["data_files"] == 3 and health["root_data_files"] == 3
-    assert "root_entries" in firn("table", "health", "db.v4", "--catalog", uri).stdout
+    human = firn("table", "health", "db.v4", "--catalog", uri).stdout
+    # One presentation (firn.maintenance.present): labels without units, times 24-hour UTC,
+    # the snapshot id whole.
+    assert "root entries" in human and "_ms" not in human and " UTC" in human
+    assert str(health["snapshot_id"]) in human.replace("\n", "").replace("│", "").replace(" ", "")
+    narrow = firn("table", "snapshots", "db.v4", "--catalog", uri, env={"COLUMNS": "40"}).stdout
+    assert "…" not in narrow  # ids folded, never cut
 
 
 def test_catalog_from_the_group_or_the_environment(uri: str) -> None:
@@ -293,7 +300,8 @@ def test_recommend_and_run_the_recommendations(uri: str, catalog: SqlCatalog) ->
         "reason"
     ]
     human = firn("maintain", "recommend", "db.v4", "--catalog", uri)
-    assert "flush_root" in human.stdout and "1. flush_root: the root holds 3 data files" in human.stdout
+    assert "1. flush_root\n   why: the root holds 3 data files" in human.stdout
+    assert "gain: It rewrites or deletes up to 3" in human.stdout and "KiB" in human.stdout
     ran = json.loads(firn("maintain", "recommend", "db.v4", "--catalog", uri, "--run", "--json").stdout)
     assert [r["operation"] for r in ran["results"]] == ["flush_root"] and ran["results"][0][
         "data_files_moved"
@@ -465,3 +473,50 @@ def test_a_rewrite_with_failed_groups_prints_its_group_report_and_exits_1(
     assert done.exit_code == 0, done.output
     assert "groups: 1 committed, 0 skipped as done, 0 conflicted, 0 failed" in done.stdout
     assert ids(t.refresh()) == before
+
+
+def test_messages_name_the_cli_syntax(uri: str) -> None:
+    """The orphan dry run tells a CLI user the CLI's option, not Python's keyword."""
+    out = firn("maintain", "orphans", "db.v4", "--catalog", uri, "--dry-run").stdout
+    assert "pass -o dry-run=false" in out and "dry_run=False" not in out
+    # An error from the library that names a keyword names the CLI's option instead.
+    now = str(int(time.time() * 1000))
+    young = firn("maintain", "orphans", "db.v4", "--catalog", uri, "-o", f"older-than={now}")
+    assert young.exit_code == 2 and "Pass -o force=true if no writer is running" in young.output
+    assert "force=True" not in young.output
+
+
+def test_plain_output_is_tab_separated_and_whole(uri: str, catalog: SqlCatalog) -> None:
+    """``--plain``: one tab-separated line per row, ids and paths whole, for cut and awk."""
+    t = catalog.load_table("db.v4")
+    snapshot_id = t.metadata.current_snapshot_id
+    lines = firn("table", "snapshots", "db.v4", "--catalog", uri, "--plain").stdout.splitlines()
+    assert lines[0] == "snapshot\tparent\tcommitted\toperation\tdata files\trecords"
+    assert lines[1].split("\t")[0] == str(snapshot_id) and lines[1].split("\t")[2].endswith(" UTC")
+    files = firn("table", "files", "db.v4", "--catalog", uri, "--plain").stdout.splitlines()
+    live = {task.file.file_path for task in t.scan().plan_files()}
+    assert {line.split("\t")[0] for line in files[1:4]} == live
+    health = dict(
+        line.split("\t")
+        for line in firn("table", "health", "db.v4", "--catalog", uri, "--plain").stdout.splitlines()
+    )
+    assert health["snapshot id"] == str(snapshot_id) and health["delete ratio"] == "0.0%"
+    t.set_properties({"commit.root.max-data-files": "2"})
+    recs = firn("maintain", "recommend", "db.v4", "--catalog", uri, "--plain").stdout.splitlines()
+    assert recs[0] == "operation\toptions\treason\tgain"
+    operation, options, reason, gain = recs[1].split("\t")
+    assert operation == "flush_root" and options == "" and "commit.root.max-data-files = 2" in reason
+    assert gain.endswith(".")
+
+
+def test_recommend_run_skips_what_an_earlier_operation_did(uri: str, catalog: SqlCatalog) -> None:
+    """Compaction leaves one file in the V4 root, so the flush recommended beside it has
+    nothing left to do: ``--run`` asks again before each step and does not run it."""
+    t = catalog.load_table("db.v4")
+    t.set_properties({"commit.root.max-data-files": "2", "maintenance.compact.min-small-files": "3"})
+    recs = json.loads(firn("maintain", "recommend", "db.v4", "--catalog", uri, "--json").stdout)
+    assert [r["operation"] for r in recs] == ["rewrite_data_files", "flush_root"]
+    ran = json.loads(firn("maintain", "recommend", "db.v4", "--catalog", uri, "--run", "--json").stdout)
+    assert [r["operation"] for r in ran["results"]] == ["rewrite_data_files"]
+    assert ran["satisfied"] == ["flush_root"]
+    assert "nothing to do" in firn("maintain", "recommend", "db.v4", "--catalog", uri).stdout

@@ -68,6 +68,11 @@ def _position_file_table(io: FileIO, delete_file: DataFile) -> pa.Table:
     return table
 
 
+def referenced_paths(io: FileIO, delete_file: DataFile) -> set[str]:
+    """The data file paths a v2 position delete file names (its ``file_path`` column)."""
+    return set(pc.unique(_position_file_table(io, delete_file).column("file_path")).to_pylist())
+
+
 def load_positions(
     io: FileIO, data_file: DataFile, delete_files: Sequence[DataFile]
 ) -> PositionBitmap | None:
@@ -259,4 +264,5 @@ __all__ = [
     "PositionDeleteFilter",
     "clear_delete_caches",
     "load_positions",
+    "referenced_paths",
 ]

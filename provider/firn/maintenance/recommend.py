@@ -10,26 +10,35 @@ recommendation costs what a health poll costs.
 The rules and their thresholds (table properties; defaults chosen from the survey of
 maintenance systems in reference/notes/airflow-provider-notes.md §4.1):
 
-``rewrite_deletion_vectors`` (runs as ``rewrite_position_delete_files`` on v2 tables) when
-    there are delete files and any of
-    * ``delete_ratio >= maintenance.rewrite-dvs.min-delete-ratio`` (default 0.1). Amoro starts a
-      major optimization at a 10% "duplicate ratio"; past it every read filters a tenth of
-      what it decodes. The operation then merges the deletes and hands files at or above its
-      per-file ``delete-ratio-threshold`` (Iceberg's 0.3) to compaction;
+``rewrite_deletion_vectors`` (runs as ``rewrite_position_delete_files`` on v2 tables) only when
+    it has position delete files to work on:
     * v2: ``position_delete_files >= maintenance.rewrite-dvs.min-delete-files`` (default 10):
       each position delete file is opened by every scan of its partition; Glue already
-      triggers on a single delete file, Amoro's minor trigger on 12 fragment files;
+      triggers on a single delete file, Amoro's minor trigger on 12 fragment files. Option
+      ``min-input-files`` 2, so that partitions holding two to four of them are merged too;
     * v3 and V4: any position delete file (left from before an upgrade): converting it into
       deletion vectors is always a gain, since readers then need no file-level join.
+    It is left out when compaction is recommended with ``delete-file-threshold`` 1, which
+    rewrites what those files apply to and removes them. It never lowers the delete ratio
+    (it hands files over its own 0.3 threshold to compaction), so the ratio is not its rule.
 ``rewrite_data_files`` when
     * ``small_files >= maintenance.compact.min-small-files`` (default 100, Glue's
       ``minInputFiles``) and ``small_files / data_files >= maintenance.compact.min-small-file-ratio``
       (default 0.1, IBM watsonx.data's small-file-count threshold). Iceberg's own
       ``min-input-files`` (5) applies per file group inside the run; at table level a handful
       of small files does not pay for a job, and one small file among thousands of full ones
-      gains nothing;
+      gains nothing. Once the table-level rule fires, the option ``min-input-files`` 2 lets
+      every partition with two small files or more be compacted;
+    * or ``delete_ratio >= maintenance.rewrite-dvs.min-delete-ratio`` (default 0.1). Amoro
+      starts a major optimization at a 10% "duplicate ratio"; past it every read filters a
+      tenth of what it decodes. Options: ``delete-ratio-threshold`` = that same threshold, so
+      the files whose deleted share reaches it are rewritten (every file left is below it, so
+      the table's ratio falls below it); ``delete-file-threshold`` 1 when position delete
+      files (which may name several files) or equality deletes exist; and
+      ``remove-dangling-deletes``, which removes the delete files that then apply to nothing;
     * or ``equality_delete_files >= maintenance.rewrite-dvs.min-delete-files``: equality deletes
-      are only ever resolved by rewriting the data they apply to (``delete-file-threshold`` 1).
+      are only ever resolved by rewriting the data they apply to (``delete-file-threshold`` 1,
+      ``remove-dangling-deletes``).
 ``flush_root`` (V4) when a root category is above its ``commit.root.*`` threshold (data files,
     DVs, manifest DVs, or the root's file size above ``commit.root.max-bytes``): the same rule a
     flush applies, so a recommended flush always has work.
@@ -135,31 +144,55 @@ def _pct(x: float) -> str:
 
 
 def _rewrite_deletes(h: TableHealth, t: MaintenanceThresholds) -> Recommendation | None:
-    if h.delete_files == 0:
+    """Merging (v2) or converting (v3+) position delete files: recommended only where the
+    operation has such files to work on. A high delete ratio is compaction's job (see
+    ``_compact``): this operation never lowers the ratio."""
+    if h.position_delete_files == 0:
         return None
-    reasons = []
-    if h.delete_ratio >= t.rewrite_dvs_min_delete_ratio:
-        reasons.append(
-            f"{_pct(h.delete_ratio)} of rows are deleted ({h.position_deletes + h.equality_deletes:,} of "
-            f"{h.records:,}; {MAINTENANCE_REWRITE_DVS_MIN_DELETE_RATIO} = {t.rewrite_dvs_min_delete_ratio})"
-        )
     if h.format_version < MIN_FORMAT_VERSION_DELETION_VECTORS:
-        if h.position_delete_files >= t.rewrite_dvs_min_delete_files:
-            reasons.append(
-                f"{h.position_delete_files:,} position delete files "
-                f"({MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES} = {t.rewrite_dvs_min_delete_files})"
-            )
-    elif h.position_delete_files:
-        reasons.append(f"{h.position_delete_files:,} position delete files to convert into deletion vectors")
-    if not reasons:
-        return None
+        if h.position_delete_files < t.rewrite_dvs_min_delete_files:
+            return None
+        reason = (
+            f"{h.position_delete_files:,} position delete files to merge "
+            f"({MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES} = {t.rewrite_dvs_min_delete_files})"
+        )
+    else:
+        reason = f"{h.position_delete_files:,} position delete files to convert into deletion vectors"
     # Merged (v2) or converted into DVs packed in one Puffin file (v3+): at best one file is left.
     merged = max(0, h.position_delete_files - 1)
     return Recommendation(
         operation=REWRITE_DELETION_VECTORS,
-        reason="; ".join(reasons),
+        reason=reason,
+        # Iceberg's per-partition min-input-files (5) would skip partitions holding two to
+        # four of the files the table-level threshold counted.
+        options={"min-input-files": 2} if h.format_version < MIN_FORMAT_VERSION_DELETION_VECTORS else {},
         estimate=Estimate(files_removed=merged, bytes=None, planning_entries_saved=merged),
     )
+
+
+def _delete_ratio_reason(h: TableHealth, t: MaintenanceThresholds, options: dict[str, Any]) -> str:
+    """Compaction for a high delete ratio: the options that make it rewrite the files whose
+    deletes cross the table's own threshold, and the reason saying so."""
+    threshold = t.rewrite_dvs_min_delete_ratio
+    # Rewritten with their DVs and file-scoped position deletes applied, files at or above
+    # ``threshold`` lose their deletes; every file left is below it, so the table's ratio
+    # falls below it too. (Iceberg's per-file default, 0.3, would leave the ratio anywhere
+    # between 0.1 and 0.3.)
+    options["delete-ratio-threshold"] = threshold
+    options["remove-dangling-deletes"] = True
+    reason = (
+        f"{_pct(h.delete_ratio)} of rows are deleted ({h.position_deletes + h.equality_deletes:,} of "
+        f"{h.records:,}; {MAINTENANCE_REWRITE_DVS_MIN_DELETE_RATIO} = {threshold}): rewrite the data files "
+        f"whose deleted share is at least {threshold} (delete-ratio-threshold)"
+    )
+    if h.position_delete_files or h.equality_delete_files:
+        # A partition-scoped position delete file or an equality delete names no single data
+        # file, so its per-file share is unknown: every file they apply to is rewritten.
+        options["delete-file-threshold"] = 1
+        reason += (
+            " and every data file that position or equality delete files apply to (delete-file-threshold)"
+        )
+    return reason + ", then remove the delete files no live data file needs"
 
 
 def _compact(h: TableHealth, t: MaintenanceThresholds) -> Recommendation | None:
@@ -182,14 +215,31 @@ def _compact(h: TableHealth, t: MaintenanceThresholds) -> Recommendation | None:
         )
         outputs = max(1, math.ceil(rewritten / h.target_file_size_bytes))
         files_removed += max(0, h.small_files - outputs)
+        # The table-level thresholds decided that compaction pays; Iceberg's per-group
+        # ``min-input-files`` (5) would then skip every partition holding two to four small
+        # files, and the recommendation would stay with nothing done. Any two small files of
+        # a partition make a group.
+        options["min-input-files"] = 2
+    by_ratio = h.delete_files > 0 and h.delete_ratio >= t.rewrite_dvs_min_delete_ratio
+    if by_ratio:
+        reasons.append(_delete_ratio_reason(h, t, options))
     if h.equality_delete_files >= t.rewrite_dvs_min_delete_files:
         reasons.append(
-            f"{h.equality_delete_files:,} equality delete files, which only rewriting the data resolves "
-            f"({MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES} = {t.rewrite_dvs_min_delete_files})"
+            f"{h.equality_delete_files:,} equality delete files, which only rewriting the data they apply to "
+            f"resolves, then removing them ({MAINTENANCE_REWRITE_DVS_MIN_DELETE_FILES} = "
+            f"{t.rewrite_dvs_min_delete_files})"
         )
         options["delete-file-threshold"] = 1
-        files_removed += h.equality_delete_files
-        rewritten = h.data_bytes  # at most every data file
+        options["remove-dangling-deletes"] = True
+    if by_ratio or "delete-file-threshold" in options:
+        # The delete files that go: every position and equality delete file once the files
+        # they apply to are rewritten (delete-file-threshold 1), and the DVs of the rewritten
+        # files, at least one when the ratio is high; the bytes rewritten are at most all.
+        gone = h.equality_delete_files + (
+            h.position_delete_files if "delete-file-threshold" in options else 0
+        )
+        files_removed += max(gone, 1 if by_ratio else 0)
+        rewritten = h.data_bytes
     if not reasons:
         return None
     return Recommendation(
@@ -302,6 +352,11 @@ def recommend(health: TableHealth, properties: Mapping[str, str]) -> list[Recomm
         _expire(health, t, p),
     ]
     out = [r for r in found if r is not None]
+    compact = found[1]
+    if compact is not None and compact.options.get("delete-file-threshold") == 1:
+        # Compaction rewrites every data file a position delete file applies to and then
+        # removes the delete files: merging or converting them first would be wasted work.
+        out = [r for r in out if r.operation != REWRITE_DELETION_VECTORS]
     orphans = _orphans(health, p, out)
     if orphans is not None:
         out.append(orphans)

@@ -88,6 +88,9 @@ VERSION_HINT = "version-hint.text"
 
 # Paths a plan lists per kept or unrecorded reason, past which it only counts (plans are JSON).
 PLAN_MAX_LISTED = 1000
+# How to turn a dry run off, per interface (the CLI swaps one for the other in what it prints).
+DRY_RUN_HINT_PYTHON = "pass delete=True"
+DRY_RUN_HINT_CLI = "pass -o dry-run=false"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,7 +189,7 @@ class RemoveOrphanFilesPlan(MaintenancePlan[RemoveOrphanFilesResult]):
             f"{self.too_young} modified after {_when(self.older_than_ms)} kept, {self.hidden} hidden skipped",
             f"  {len(self.orphans)} orphans, {self.orphan_bytes} bytes; grace {_duration(self.grace_ms)} "
             f"(orphans.grace), record {self.record_location}"
-            + (" (dry run: nothing is recorded or deleted; pass delete=True)" if self.dry_run else ""),
+            + (f" (dry run: nothing is recorded or deleted; {DRY_RUN_HINT_PYTHON})" if self.dry_run else ""),
             f"  to record (first seen now, deleted by a run at least {_duration(self.grace_ms)} later): "
             f"{len(self.to_record)}",
         ]

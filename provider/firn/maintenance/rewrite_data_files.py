@@ -314,7 +314,7 @@ def _remove_dangling(table: MaintainedTable, branch: str) -> tuple[int | None, i
     if snap is None:
         return None, 0
     tasks = branch_scan(table, branch).plan_files()
-    found = dangling_deletes(md, tasks, live_delete_entries(table.io, md, snap))
+    found = dangling_deletes(md, tasks, live_delete_entries(table.io, md, snap), table.io)
     if not found:
         return None, 0
     outcome = commit_groups(

@@ -116,7 +116,8 @@ def create_app() -> FastAPI:
                     {
                         "table": name,
                         "format_version": table.format_version,
-                        "health": _outcome(data.Outcome.of(data.table_health, table)),
+                        "health": _outcome(health := data.Outcome.of(data.table_health, table)),
+                        "health_display": data.health_display(health.value),
                         "recommendations": _outcome(data.Outcome.of(data.table_recommendations, table)),
                     }
                 )
@@ -152,6 +153,7 @@ def create_app() -> FastAPI:
                 "format_version": loaded.format_version,
                 "asset_uri": asset_uri,
                 "health": _outcome(health),
+                "health_display": data.health_display(health.value),
                 "recommendations": _outcome(recommendations),
                 "snapshots": history,
                 "events": events,

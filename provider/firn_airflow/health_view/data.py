@@ -1,6 +1,9 @@
 """What the table-health view shows, gathered from a catalog and from Airflow's asset events.
 
-* **Health now**: ``table.health()`` and ``table.maintenance.recommend()``, as JSON.
+* **Health now**: ``table.health()`` and ``table.maintenance.recommend()``, as JSON, with the
+  text the page shows for each value (:mod:`firn.maintenance.present`, the formatter the CLI
+  and the demo use: 24-hour UTC, durations, binary bytes; estimates as sentences). The raw
+  values stay in the JSON for machines.
 * **History from metadata**: one point per snapshot of the current branch, oldest first, with
   the spec's summary totals (Appendix F: ``total-data-files``, ``total-delete-files``,
   ``total-position-deletes``, ...) and V4's ``root-entries``.
@@ -20,6 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from firn.errors import FirnError
+from firn.maintenance.present import estimate_sentence, health_label, health_value, options_text
+from firn.util import present
 from firn_airflow.assets import table_asset_uri
 from firn_airflow.constants import CONN_TYPE, EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
 
@@ -53,8 +58,33 @@ def table_health(table: Table) -> dict[str, Any]:
 
 
 def table_recommendations(table: Table) -> list[dict[str, Any]]:
-    """``table.maintenance.recommend()`` as JSON, in the order they would run."""
-    return [r.to_dict() for r in table.maintenance.recommend()]
+    """``table.maintenance.recommend()`` as JSON, in the order they would run, each with its
+    estimate as a sentence and its options as Python (and the operators') keywords."""
+    return [
+        {
+            **r.to_dict(),
+            "estimate_text": estimate_sentence(r.estimate),
+            "options_text": options_text(r.options, "python"),
+        }
+        for r in table.maintenance.recommend()
+    ]
+
+
+def health_display(health: Mapping[str, Any] | None) -> list[dict[str, str]]:
+    """Each field of a health dict as the page shows it: ``{"key", "label", "text"}``."""
+    if health is None:
+        return []
+    return [{"key": k, "label": health_label(k), "text": health_value(k, v)} for k, v in health.items()]
+
+
+def _result_text(result: Mapping[str, Any] | None) -> str:
+    if not result:
+        return "-"
+    return ", ".join(
+        f"{health_label(k)} {health_value(k, v)}"
+        for k, v in result.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and not k.endswith("_id")
+    )
 
 
 @dataclass(frozen=True)
@@ -186,9 +216,13 @@ def maintenance_events(
         result = extra.get(EVENT_RESULT) if isinstance(extra.get(EVENT_RESULT), dict) else None
         health = extra.get(EVENT_HEALTH) if isinstance(extra.get(EVENT_HEALTH), dict) else None
         operation = extra.get(EVENT_OPERATION) or (result or {}).get("operation")
+        when = int(ev.timestamp.timestamp() * 1000)
         events.append(
             {
-                "timestamp_ms": int(ev.timestamp.timestamp() * 1000),
+                "timestamp_ms": when,
+                "when": present.timestamp(when),
+                "result_text": _result_text(result),
+                "health_text": {k: health_value(k, v) for k, v in (health or {}).items()},
                 "operation": operation,
                 "dag_id": ev.source_dag_id,
                 "run_id": ev.source_run_id,
@@ -209,6 +243,7 @@ __all__ = [
     "all_tables",
     "browser_safe",
     "firn_connection_ids",
+    "health_display",
     "maintenance_events",
     "snapshot_history",
     "table_health",

@@ -71,7 +71,7 @@ def test_compaction_at_the_small_file_thresholds() -> None:
     h = dataclasses.replace(HEALTHY, data_files=400, small_files=100, data_bytes=300 * 500 * MB + 100 * MB)
     r = one(h, "rewrite_data_files")
     assert "100 of 400 data files" in r.reason and "maintenance.compact.min-small-files = 100" in r.reason
-    assert r.options == {}
+    assert r.options == {"min-input-files": 2}
     # Some files are large, so the small files' bytes are bounded, not known: at most what
     # the large files (each at least 384 MB) leave, 150,100 - 300 x 384 MB, which fits in 69
     # output files. The true figure (100 MB, one output file) is below the bound.
@@ -92,26 +92,46 @@ def test_compaction_at_the_small_file_thresholds() -> None:
     ) == ["rewrite_data_files"]
 
 
-def test_delete_rewrite_by_ratio_and_by_delete_files() -> None:
+def test_a_high_delete_ratio_recommends_compaction_of_the_files_over_it() -> None:
     deletes = dataclasses.replace(
         HEALTHY, delete_files=40, deletion_vectors=40, position_deletes=100_000, delete_ratio=0.1
     )
-    r = one(deletes, "rewrite_deletion_vectors")
-    assert "10.0% of rows are deleted" in r.reason
+    # Not the DV rewrite, which never lowers the ratio (issue 20): compaction of the files
+    # whose deleted share reaches the table's own threshold, then the dangling deletes.
+    assert ops(deletes) == ["rewrite_data_files"]
+    r = one(deletes, "rewrite_data_files")
+    assert "10.0% of rows are deleted" in r.reason and "deleted share is at least 0.1" in r.reason
+    assert r.options == {"delete-ratio-threshold": 0.1, "remove-dangling-deletes": True}
+    assert r.estimate.bytes == deletes.data_bytes and r.estimate.files_removed == 1
     assert ops(dataclasses.replace(deletes, delete_ratio=0.099)) == []
+    lower = one(deletes, "rewrite_data_files", {"maintenance.rewrite-dvs.min-delete-ratio": "0.05"})
+    assert lower.options["delete-ratio-threshold"] == 0.05
+    # v2 position delete files (partition-scoped ones name no single file): every file they
+    # apply to is rewritten, and the merge is not recommended beside it.
+    v2 = dataclasses.replace(deletes, format_version=2, deletion_vectors=0, position_delete_files=40)
+    assert ops(v2) == ["rewrite_data_files"]
+    assert one(v2, "rewrite_data_files").options["delete-file-threshold"] == 1
+    assert one(v2, "rewrite_data_files").estimate.files_removed == 40
+
+
+def test_position_delete_files_are_merged_or_converted() -> None:
     # v2: position delete files, from 10 on; v3+: any, to convert into DVs.
     v2 = dataclasses.replace(HEALTHY, format_version=2, delete_files=10, position_delete_files=10)
     r = one(v2, "rewrite_deletion_vectors")
     assert "10 position delete files" in r.reason and r.estimate.files_removed == 9
+    assert r.options == {"min-input-files": 2}
     assert ops(dataclasses.replace(v2, delete_files=9, position_delete_files=9)) == []
     v3 = dataclasses.replace(HEALTHY, delete_files=1, position_delete_files=1)
     assert "convert into deletion vectors" in one(v3, "rewrite_deletion_vectors").reason
+    # DVs alone, below the ratio: nothing to merge, convert or compact.
+    assert ops(dataclasses.replace(HEALTHY, delete_files=40, deletion_vectors=40, position_deletes=10)) == []
 
 
 def test_equality_deletes_are_resolved_by_compaction() -> None:
     h = dataclasses.replace(HEALTHY, format_version=2, delete_files=10, equality_delete_files=10)
     r = one(h, "rewrite_data_files")
-    assert r.options == {"delete-file-threshold": 1} and "10 equality delete files" in r.reason
+    assert r.options == {"delete-file-threshold": 1, "remove-dangling-deletes": True}
+    assert "10 equality delete files" in r.reason
     assert r.estimate.files_removed == 10 and r.estimate.bytes == h.data_bytes
 
 
@@ -193,7 +213,12 @@ def test_everything_at_once_comes_in_nightly_order_and_serializes() -> None:
         root_manifest_dvs=0,
     )
     recs = recommend(h, {})
-    assert [r.operation for r in recs] == list(NIGHTLY_ORDER)
+    # v3+ position delete files are converted by the DV rewrite; with a high ratio compaction
+    # rewrites what they apply to instead, so the DV rewrite would be wasted work.
+    assert [r.operation for r in recs] == [op for op in NIGHTLY_ORDER if op != "rewrite_deletion_vectors"]
+    assert [r.operation for r in recommend(dataclasses.replace(h, delete_ratio=0.05), {})] == list(
+        NIGHTLY_ORDER
+    )
     assert {r.operation for r in recs} <= BRIEFING_OPERATIONS
     data = json.loads(json.dumps([r.to_dict() for r in recs]))
     assert [Recommendation.from_dict(d) for d in data] == recs

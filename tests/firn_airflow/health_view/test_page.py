@@ -96,9 +96,14 @@ def test_json_routes_report_tables_health_history_and_events(
         v2 = rows["db.events_v2"]["health"]["value"]
         assert v2["deletion_vectors"] == 0 and v2["position_delete_files"] == 1
         assert rows["ops.empty"]["health"]["value"]["data_files"] == 0
-        assert "rewrite_deletion_vectors" in {
-            r["operation"] for r in rows["db.events_v3"]["recommendations"]["value"]
-        }
+        # 3 of 40 rows deleted, above the table's 5%: compaction of the files over it (issue 20).
+        (v3_rec,) = rows["db.events_v3"]["recommendations"]["value"]
+        assert v3_rec["operation"] == "rewrite_data_files"
+        assert v3_rec["options"]["delete-ratio-threshold"] == 0.05
+        assert v3_rec["options_text"] == "delete_ratio_threshold=0.05, remove_dangling_deletes=True"
+        assert v3_rec["estimate_text"].startswith("The table tracks about 1 fewer file;")
+        shown = {d["key"]: d for d in rows["db.events_v3"]["health_display"]}
+        assert shown["delete_ratio"]["label"] == "delete ratio" and shown["delete_ratio"]["text"] == "7.5%"
 
         detail = client.get("/api/tables/db.events_v4", params={"conn_id": CONN_ID}).json()
         assert detail["asset_uri"] == f"firn://{CONN_ID}/db/events_v4"
@@ -111,6 +116,9 @@ def test_json_routes_report_tables_health_history_and_events(
         assert all(e["dag_id"] == "firn_test_health_events" and e["task_id"] == "flush_root" for e in events)
         assert events[0]["result"]["data_files_moved"] >= 4
         assert events[1]["health"]["data_files"] == events[0]["health"]["data_files"] + 2
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", events[0]["when"])
+        assert "data files moved" in events[0]["result_text"]
+        assert events[1]["health_text"]["data_files"] == f"{events[1]['health']['data_files']:,}"
         charts = {c["id"]: c for c in detail["charts"]}
         assert set(charts) == {"snapshots", "data_files", "small_files", "deletes", "root_entries"}
         for chart in charts.values():
@@ -196,9 +204,13 @@ def test_page_draws_every_chart_in_chromium(airflow_api_server: str, health_cata
         metrics = dict(
             page.evaluate(
                 "Array.from(document.querySelectorAll('.metric')).map((m) => "
-                "[m.querySelector('.name').textContent, m.querySelector('.value').textContent])"
+                "[m.dataset.key, m.querySelector('.value').textContent])"
             )
         )
+        labels = page.evaluate(
+            "Array.from(document.querySelectorAll('.metric .name')).map((n) => n.textContent)"
+        )
+        assert "oldest snapshot age" in labels and not any(label.endswith("_ms") for label in labels)
         # The id digit for digit (a JSON number would have lost its last digits).
         assert metrics["snapshot_id"] == str(snapshot_id)
         # Every value fits its box: nothing overflows into the next one.
@@ -208,15 +220,41 @@ def test_page_draws_every_chart_in_chromium(airflow_api_server: str, health_cata
             "> m.getBoundingClientRect().right).map((m) => m.querySelector('.name').textContent)"
         )
         assert overflowing == []
-        # Ages read as durations; points in time as dates.
-        assert re.fullmatch(r"\d+ (ms|s|min|h|d)( \d+ (s|min|h))?", metrics["oldest_snapshot_age_ms"])
-        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", metrics["last_commit_ms"])
-        durations = page.evaluate(
-            "[0, 350, 19000, 61000, 3600000, 5400000, 3 * 86400000 + 4 * 3600000 + 59000]"
-            ".map((ms) => window.firnTableHealth.fmtDuration(ms))"
+        # One presentation (firn.maintenance.present, as the CLI and the demo): ages as
+        # durations, points in time 24-hour UTC, bytes in binary units, ratios as percentages.
+        assert re.fullmatch(
+            r"\d+ (ms|s|min|h|d)( \d+ (s|min|h))?|\d+\.\d s", metrics["oldest_snapshot_age_ms"]
         )
-        assert durations == ["0 ms", "350 ms", "19 s", "1 min 1 s", "1 h", "1 h 30 min", "3 d 4 h"]
-        assert page.evaluate("window.firnTableHealth.fmtField('bytes_written', 3181)") == "3.1 KiB"
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", metrics["last_commit_ms"])
+        assert re.fullmatch(r"[\d.]+ (B|KiB|MiB)", metrics["data_bytes"].replace(",", ""))
+        assert re.fullmatch(r"\d+\.\d%", metrics["delete_ratio"])
+        overview = page.evaluate(
+            "Array.from(document.querySelectorAll('#tables tbody tr')).map((tr) => tr.textContent)"
+        )
+        assert any("7.5%" in row for row in overview)  # db.events_v3's delete ratio, as above
+        # Estimates as sentences, options as Python keywords; no raw JSON.
+        recs = page.evaluate("document.getElementById('recommendations').textContent")
+        assert "Gain: " in recs and "Why: " in recs and "{" not in recs
+        assert "table.maintenance.flush_root()" in recs
+        # Charts: 24-hour UTC ticks and legend, as Airflow (no am/pm, no local time zone).
+        ticks = page.evaluate(
+            "(() => { const p = window.firnTableHealth.plots()[0]; "
+            "return p.axes[0].values(p, [1795698300, 1795741200]); })()"
+        )
+        assert ticks == ["11-26\n13:05", "11-27\n01:00"]
+        seconds = page.evaluate(
+            "(() => { const p = window.firnTableHealth.plots()[0]; "
+            "return p.axes[0].values(p, [1795698300, 1795698315, 1795698330]); })()"
+        )
+        assert seconds == ["11-26\n13:05:00", "13:05:15", "13:05:30"]  # ticks under a minute apart
+        legend = page.evaluate(
+            "(() => { const p = window.firnTableHealth.plots()[0]; return p.series[0].value(p, 1795698300); })()"
+        )
+        assert legend == "2026-11-26 13:05:00 UTC"
+        axis_text = page.evaluate(
+            "Array.from(document.querySelectorAll('.u-legend')).map((l) => l.textContent)"
+        )
+        assert not any(re.search(r"\b(am|pm)\b", t, re.IGNORECASE) for t in axis_text)
 
         # Headers sit over their column: text columns start where their cells' text starts,
         # number columns end where their cells' text ends.

@@ -21,53 +21,31 @@
     return node;
   }
 
-  function fmtBytes(n) {
-    const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let i = 0;
-    while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
-    return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
+  // Every value the page shows arrives as text from the server, formatted by
+  // firn.maintenance.present (the formatter the CLI and the demo use). Only chart ticks and the
+  // chart legend are computed here; they use the same 24-hour UTC form as Airflow.
+  function utcText(seconds) {
+    return `${new Date(seconds * 1000).toISOString().replace("T", " ").slice(0, 19)} UTC`;
   }
 
-  const DURATION_UNITS = [["d", 86400000], ["h", 3600000], ["min", 60000], ["s", 1000]];
-
-  // A duration in its two largest units, as people say it: "3 d 4 h", "5 min 2 s", "19 s";
-  // under a second in milliseconds. The smaller unit is dropped when it is zero ("2 h").
-  function fmtDuration(ms) {
-    if (typeof ms !== "number" || !Number.isFinite(ms)) return fmt(ms);
-    if (ms < 0) return `-${fmtDuration(-ms)}`;
-    if (ms < 1000) return `${Math.round(ms)} ms`;
-    const i = DURATION_UNITS.findIndex(([, size]) => ms >= size);
-    const [unit, size] = DURATION_UNITS[i];
-    const whole = Math.floor(ms / size);
-    const next = DURATION_UNITS[i + 1];
-    const rest = next ? Math.floor((ms - whole * size) / next[1]) : 0;
-    return rest > 0 ? `${whole} ${unit} ${rest} ${next[0]}` : `${whole} ${unit}`;
+  // Axis ticks: the date where the day changes (and at the first tick), then 24-hour times,
+  // with seconds when ticks are less than a minute apart.
+  function axisTicks(u, splits) {
+    const step = splits.length > 1 ? Math.abs(splits[1] - splits[0]) : 60;
+    let lastDay = null;
+    return splits.map((s) => {
+      const iso = new Date(s * 1000).toISOString();
+      const day = iso.slice(5, 10);
+      const time = iso.slice(11, step < 60 ? 19 : 16);
+      const text = day !== lastDay ? `${day}\n${time}` : time;
+      lastDay = day;
+      return text;
+    });
   }
 
-  function fmtTime(ms) {
-    return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
-  }
-
-  // Formats a value by what its field name says it is (ids, times, durations, sizes, counts).
-  // Ids too long for a JavaScript number arrive as strings (see the view's API).
-  function fmtField(name, value) {
-    if (name.endsWith("_id")) return fmt(value);
-    if (typeof value !== "number") return fmt(value);
-    if (name === "measured_at_ms" || name === "last_commit_ms" || name === "timestamp_ms") {
-      return fmtTime(value);
-    }
-    if (name.endsWith("_age_ms") || name === "duration_ms") return fmtDuration(value);
-    if (/(^|_)bytes(_|$)/.test(name)) return fmtBytes(value);
-    return fmt(value);
-  }
-
-  function fmt(value) {
-    if (value === null || value === undefined) return "–";
-    if (typeof value === "number") {
-      return Number.isInteger(value) ? value.toLocaleString("en-US") : value.toFixed(3);
-    }
-    if (typeof value === "object") return JSON.stringify(value);
-    return String(value);
+  function textOf(display, key) {
+    const found = (display || []).find((d) => d.key === key);
+    return found ? found.text : "–";
   }
 
   function setStatus(text, pageState) {
@@ -108,9 +86,8 @@
       if (row.error) {
         cells.push(el("td", { class: "text error", colspan: "8", text: row.error }));
       } else {
-        const health = row.health.value || {};
         cells.push(el("td", { text: `v${row.format_version}` }));
-        OVERVIEW_FIELDS.forEach((f) => cells.push(el("td", { text: row.health.error ? "?" : fmtField(f, health[f]) })));
+        OVERVIEW_FIELDS.forEach((f) => cells.push(el("td", { text: row.health.error ? "?" : textOf(row.health_display, f) })));
         cells.push(el("td", { class: "text" }, recommendationNames(row.recommendations)));
       }
       const tr = el("tr", { "data-table": row.table }, cells);
@@ -121,21 +98,20 @@
     });
   }
 
-  function renderMetrics(health) {
+  function renderMetrics(health, display) {
     const box = document.getElementById("metrics");
     if (health.error) {
       box.replaceChildren(el("p", { class: "error", text: `Health unavailable: ${health.error}` }));
       return;
     }
     box.replaceChildren(
-      ...Object.entries(health.value).map(([name, value]) => {
-        const text = fmtField(name, value);
+      ...display.map((d) =>
         // A 19-digit id fits one line in a smaller font (and still wraps, never overflows).
-        return el("div", { class: "metric" }, [
-          el("div", { class: "name", text: name }),
-          el("div", { class: text.length > 14 ? "value long" : "value", text: text }),
-        ]);
-      }),
+        el("div", { class: "metric", "data-key": d.key }, [
+          el("div", { class: "name", text: d.label }),
+          el("div", { class: d.text.length > 14 ? "value long" : "value", text: d.text }),
+        ]),
+      ),
     );
   }
 
@@ -163,8 +139,10 @@
         })),
       );
       const width = Math.max(320, holder.clientWidth - 8);
+      series[0] = { label: "time (UTC)", value: (u, v) => (v === null || v === undefined ? "–" : utcText(v)) };
+      const axes = [{ values: axisTicks, space: 60 }, {}];
       const plot = new uPlot(
-        { title: chart.title, width: width, height: 220, scales: { x: { time: true } }, series: series },
+        { title: chart.title, width: width, height: 220, scales: { x: { time: true } }, series: series, axes: axes },
         [chart.x].concat(chart.series.map((s) => s.values)),
         holder,
       );
@@ -186,10 +164,10 @@
           "ul",
           { class: "recs" },
           recs.value.map((r) =>
-            el("li", {}, [
-              el("strong", { text: r.operation }),
-              el("span", { text: ` — ${r.reason}` }),
-              el("span", { class: "meta", text: r.estimate ? `  (estimate: ${fmt(r.estimate)})` : "" }),
+            el("li", { "data-operation": r.operation }, [
+              el("code", { text: `table.maintenance.${r.operation}(${r.options_text || ""})` }),
+              el("p", { class: "reason", text: `Why: ${r.reason}` }),
+              el("p", { class: "estimate meta", text: `Gain: ${r.estimate_text}` }),
             ]),
           ),
         ),
@@ -210,20 +188,14 @@
     ];
     const head = el("tr", {}, columns.map(([h, cls]) => el("th", cls ? { class: cls, text: h } : { text: h })));
     const rows = events.slice().reverse().map((e) => {
-      const health = e.health || {};
-      const result = e.result
-        ? Object.entries(e.result)
-          .filter(([k, v]) => typeof v === "number" && !k.endsWith("_id"))
-          .map(([k, v]) => `${k}=${fmtField(k, v)}`)
-          .join(", ")
-        : "–";
+      const health = e.health_text || {};
       return el("tr", {}, [
-        el("td", { class: "text", text: fmtTime(e.timestamp_ms) }),
+        el("td", { class: "text", text: e.when }),
         el("td", { class: "text", text: e.operation || "–" }),
         el("td", { class: "text", text: [e.dag_id, e.run_id, e.task_id].filter(Boolean).join(" / ") || "–" }),
-        el("td", { class: "text", text: result }),
-        el("td", { text: fmt(health.data_files) }),
-        el("td", { text: fmt(health.small_files) }),
+        el("td", { class: "text", text: e.result_text }),
+        el("td", { text: health.data_files || "–" }),
+        el("td", { text: health.small_files || "–" }),
       ]);
     });
     box.replaceChildren(el("table", { class: "grid" }, [el("thead", {}, [head]), el("tbody", {}, rows)]));
@@ -241,7 +213,7 @@
     document.getElementById("detail-title").textContent = body.table;
     document.getElementById("detail-meta").textContent =
       `format v${body.format_version} · ${body.snapshots.length} snapshots on the current branch · asset ${body.asset_uri}`;
-    renderMetrics(body.health);
+    renderMetrics(body.health, body.health_display);
     renderCharts(body.charts);
     renderRecommendations(body.recommendations);
     renderEvents(body.events);
@@ -266,8 +238,8 @@
     }
   }
 
-  // The formatters, for the page's tests.
-  window.firnTableHealth = { fmtDuration: fmtDuration, fmtField: fmtField };
+  // The chart formatters and plots, for the page's tests.
+  window.firnTableHealth = { utcText: utcText, axisTicks: axisTicks, plots: () => state.plots };
 
   document.getElementById("conn").addEventListener("change", (event) => {
     state.conn = event.target.value;
