@@ -24,7 +24,9 @@ plan instead. A run holds the table's maintenance lease. Progress goes to stderr
 output stays parseable.
 
 Exit codes: 0 success; 1 the operation failed (a commit conflict that outlasted its retries, an
-unreadable file, ...); 2 bad input (unknown table or option, malformed catalog URI, no
+unreadable file, groups of a file rewrite that failed: the result, with the groups committed,
+skipped as done by an earlier run of the same plan, conflicted and failed, is printed first;
+``-o tolerate-failed-groups=true`` makes that a success); 2 bad input (unknown table or option, malformed catalog URI, no
 catalog, an operation this table or build does not support, a missing argument or unknown flag:
 always one line on stderr); 3 another maintenance run holds
 the table's lease (the message names its holder, operation and expiry).
@@ -58,9 +60,11 @@ from firn.catalog import load_catalog
 from firn.catalog.base import Catalog, to_identifier
 from firn.errors import FirnError, LeaseHeld, NotFound, Unsupported, ValidationError
 from firn.maintenance import registry
+from firn.maintenance.base import MaintenanceResult
 from firn.maintenance.present import estimate_sentence, health_rows, options_text, recommendation_lines
 from firn.maintenance.recommend import Recommendation
 from firn.maintenance.remove_orphan_files import DRY_RUN_HINT_CLI, DRY_RUN_HINT_PYTHON
+from firn.maintenance.run_record import GroupRunResult, GroupsFailed
 from firn.maintenance.runner import LocalRunner
 from firn.spec import summary as S
 from firn.table.table import Table
@@ -545,19 +549,34 @@ def _run(
         plan = op.plan()
         click.echo(plan.to_json() if s.json else _in_cli_syntax(str(plan)))
         return
+    failure: GroupsFailed | None = None
     with _ProgressDisplay(f"{method} on {table.name}", _progress_enabled(progress)) as display:
-        result = op.run(runner=LocalRunner(progress=display))
+        try:
+            result = op.run(runner=LocalRunner(progress=display))
+        except GroupsFailed as e:  # what did commit is printed, then the run fails
+            result, failure = e.result, e
+    _print_result(f"{method} on {table.name}", result, s)
+    if failure is not None:
+        raise CliError(f"{type(failure).__name__}: {failure}", EXIT_FAILED)
+
+
+def _print_result(title: str, result: MaintenanceResult, s: Settings) -> None:
     if s.json:
         click.echo(result.to_json())
         return
     data = result.to_dict()
+    report = result.group_report() if isinstance(result, GroupRunResult) else []
+    if report:  # groups are printed by the report below, with their reasons
+        data.pop("failed_groups", None)
     skipped = data.pop("skipped", [])
     data["skipped"] = len(skipped)
     # Lists of paths (orphans recorded and deleted, ...) are counted in the table and the
     # first ones printed under it, like what was skipped or kept and why.
     listed = {k: v for k, v in data.items() if isinstance(v, list)}
     data.update({k: len(v) for k, v in listed.items()})
-    _show(s, _kv_table(f"{method} on {table.name}", data))
+    _show(s, _kv_table(title, data))
+    for line in report:
+        click.echo(line)
     for key, paths in listed.items():
         for path in paths[:20]:
             click.echo(f"{key}: {path}")

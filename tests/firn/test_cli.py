@@ -431,6 +431,50 @@ def test_the_installed_script(tmp_path: Path, uri: str) -> None:
     )
 
 
+def test_a_rewrite_with_failed_groups_prints_its_group_report_and_exits_1(
+    uri: str, catalog: SqlCatalog
+) -> None:
+    """Issue 23: the CLI reports committed, skipped-as-done, conflicted and failed groups; a run
+    with a failed group exits 1 after printing what committed, unless told to tolerate it."""
+    t = make_table(catalog, "2")
+    fill(t, "2", appends=3, rows=20)
+    before = ids(t)
+    plan = t.maintenance.rewrite_data_files(min_input_files=2).plan()
+    broken = Path(plan.groups[0].files[0].path)
+    data = broken.read_bytes()
+    broken.write_bytes(b"not parquet")
+    opts = ["-o", "min-input-files=2", "-o", "partial-progress.enabled=true"]
+
+    tolerated = firn(
+        "maintain",
+        "compact",
+        "db.events",
+        "--catalog",
+        uri,
+        *opts,
+        "-o",
+        "tolerate-failed-groups=true",
+        "--json",
+    )
+    assert tolerated.exit_code == 0, tolerated.output
+    result = json.loads(tolerated.stdout)
+    assert result["groups_committed"] == 3 and result["groups_skipped_as_done"] == 0
+    (failed,) = result["failed_groups"]
+    assert failed["conflicted"] is False and "not a parquet" in failed["reason"].lower()
+
+    refused = firn("maintain", "compact", "db.events", "--catalog", uri, *opts)  # only that group is left
+    assert refused.exit_code == 1
+    assert "groups: 0 committed, 0 skipped as done, 0 conflicted, 1 failed" in refused.stdout
+    assert f"group {failed['group_id']} ({failed['partition']}) failed: " in refused.stdout
+    assert "GroupsFailed: rewrite_data_files on db.events: 1 group(s) failed" in refused.stderr
+    broken.write_bytes(data)
+    assert ids(t.refresh()) == before
+    done = firn("maintain", "compact", "db.events", "--catalog", uri, *opts)
+    assert done.exit_code == 0, done.output
+    assert "groups: 1 committed, 0 skipped as done, 0 conflicted, 0 failed" in done.stdout
+    assert ids(t.refresh()) == before
+
+
 def test_messages_name_the_cli_syntax(uri: str) -> None:
     """The orphan dry run tells a CLI user the CLI's option, not Python's keyword."""
     out = firn("maintain", "orphans", "db.v4", "--catalog", uri, "--dry-run").stdout

@@ -131,6 +131,13 @@ def lease_held_error(info: LeaseInfo, operation: str, now_ms: int) -> LeaseHeld:
 _held = threading.local()
 
 
+# The snapshots that runs holding a lease in this process started from, by lease key
+# (``MaintenanceLease.hold_snapshot``). Another process cannot expire while the lease is held
+# (it is refused the lease); an expiry in this process re-enters the lease, and keeps these.
+_run_snapshots: dict[tuple[str, str], set[int]] = {}
+_run_snapshots_lock = threading.Lock()
+
+
 def _held_keys() -> dict[tuple[str, str], LeaseInfo]:
     keys: dict[tuple[str, str], LeaseInfo] | None = getattr(_held, "keys", None)
     if keys is None:
@@ -225,10 +232,27 @@ class MaintenanceLease(contextlib.AbstractContextManager["MaintenanceLease"]):
         if self._thread is not None:
             self._thread.join()
         _held_keys().pop(self._key, None)
+        with _run_snapshots_lock:
+            _run_snapshots.pop(self._key, None)
         try:
             self._store._lease_release(self._ns, self._name, self.lease_id)
         except Exception as e:  # the lease then simply expires
             logger.warning("could not release the maintenance lease on %s: %s", self.table, e)
+
+    # -- the starting snapshots of the runs holding the lease -------------------------------------
+    def hold_snapshot(self, snapshot_id: int | None) -> None:
+        """Record ``snapshot_id`` as the starting snapshot of a run holding this lease, until
+        the lease is released: expiry keeps it (see :meth:`held_snapshots`)."""
+        if snapshot_id is None:
+            return
+        with _run_snapshots_lock:
+            _run_snapshots.setdefault(self._key, set()).add(snapshot_id)
+
+    def held_snapshots(self) -> frozenset[int]:
+        """The starting snapshots of the runs holding this lease (this one and the runs it
+        re-entered), which expiry must keep."""
+        with _run_snapshots_lock:
+            return frozenset(_run_snapshots.get(self._key, ()))
 
     # -- renewal -------------------------------------------------------------------------------------
     def renew(self) -> bool:

@@ -16,8 +16,9 @@ import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar, runtime_checkable
 
 from firn.core.handle import TableHandle
 from firn.errors import StalePlan, ValidationError
@@ -40,6 +41,27 @@ class MaintainedTable(TableHandle, Protocol):
         """Hold the table's maintenance lease while the block runs (``LeaseHeld`` if another
         run holds it)."""
         ...
+
+
+@runtime_checkable
+class RunLease(Protocol):
+    """What a run asks of the lease it holds (``firn.catalog.lease.MaintenanceLease``): to keep
+    the snapshot it started from while it runs, and which snapshots the runs holding the lease
+    started from (expiry keeps them)."""
+
+    def hold_snapshot(self, snapshot_id: int | None) -> None: ...
+
+    def held_snapshots(self) -> frozenset[int]: ...
+
+
+# While a run executes: the starting snapshots of the runs holding its table's lease.
+_HELD_SNAPSHOTS: ContextVar[frozenset[int]] = ContextVar("firn_held_snapshots", default=frozenset())
+
+
+def snapshots_held_by_runs() -> frozenset[int]:
+    """The starting snapshots of the maintenance runs holding the lease of the table the
+    current run executes on (its own included): expiry never removes them."""
+    return _HELD_SNAPSHOTS.get()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,15 +234,23 @@ class MaintenancePlan(ABC, Generic[R]):
     def execute(self, table: MaintainedTable, runner: Runner | None = None) -> R:
         """Run the plan on ``table`` (re-validated first) and commit; see the module docstring."""
         started = time.monotonic()
-        with table.maintenance_lease(self.OPERATION):
+        with table.maintenance_lease(self.OPERATION) as lease:
             table.refresh()
             self.validate(table)
-            runner = runner or self.default_runner()
-            with local_io(table.io) as io_ref:
-                results = self._run_units(runner, self.units(table, io_ref))
-                result = self.commit(table, results)
-                cleanup = self._run_units(runner, self.cleanup_units(table, result, io_ref))
-                result = self.finish(result, cleanup)
+            held: frozenset[int] = frozenset()
+            if isinstance(lease, RunLease):
+                lease.hold_snapshot(self.snapshot_id)
+                held = lease.held_snapshots()
+            token = _HELD_SNAPSHOTS.set(held)
+            try:
+                runner = runner or self.default_runner()
+                with local_io(table.io) as io_ref:
+                    results = self._run_units(runner, self.units(table, io_ref))
+                    result = self.commit(table, results)
+                    cleanup = self._run_units(runner, self.cleanup_units(table, result, io_ref))
+                    result = self.finish(result, cleanup)
+            finally:
+                _HELD_SNAPSHOTS.reset(token)
         return dataclasses.replace(result, duration_ms=int((time.monotonic() - started) * 1000))
 
     def _run_units(self, runner: Runner, units: list[WorkUnit]) -> list[UnitResult]:
@@ -293,7 +323,9 @@ __all__ = [
     "MaintenanceOperation",
     "MaintenancePlan",
     "MaintenanceResult",
+    "RunLease",
     "Skipped",
     "dry_run_entry",
     "plan_identity",
+    "snapshots_held_by_runs",
 ]

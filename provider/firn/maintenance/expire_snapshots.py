@@ -59,6 +59,7 @@ from firn.maintenance.base import (
     MaintenanceResult,
     Skipped,
     plan_identity,
+    snapshots_held_by_runs,
 )
 from firn.maintenance.expire_files import ExpiredFiles, expired_files
 from firn.maintenance.file_deletion import delete_units, run_delete_unit, tally
@@ -469,7 +470,8 @@ class _ExpireAction:
         )
         planned = set(p.expire_snapshot_ids)
         self.base = base
-        self.expired = frozenset(ev.expire & planned)
+        held = snapshots_held_by_runs() & ev.expire & planned
+        self.expired = frozenset(ev.expire & planned) - held
         self.dropped_refs = set(ev.retention.expired_refs) & set(p.expire_refs)
         self.skipped = ev.skipped + [
             Skipped(
@@ -477,6 +479,12 @@ class _ExpireAction:
             )
             for sid in sorted(planned - ev.expire)
             if base.snapshot_by_id(sid) is not None
+        ]
+        self.skipped += [
+            Skipped(
+                item=f"snapshot {sid}", reason="the starting snapshot of a maintenance run holding the lease"
+            )
+            for sid in sorted(held)
         ]
         self.specs, self.schemas = set(), set()
         if p.options.clean_expired_metadata:

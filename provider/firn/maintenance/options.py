@@ -416,6 +416,14 @@ class FileRewriteOptions(MaintenanceOptions):
         default=DEFAULT_MAX_CONCURRENT_GROUP_REWRITES,
         metadata=option("groups rewritten at once by the local runner", "int"),
     )
+    tolerate_failed_groups: bool = field(
+        default=False,
+        metadata=option(
+            "a run whose groups failed (partial progress) succeeds with the others committed "
+            "instead of raising GroupsFailed",
+            "bool",
+        ),
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

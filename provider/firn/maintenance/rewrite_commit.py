@@ -456,8 +456,8 @@ def commit_groups(
 
 @dataclass
 class BatchedCommits:
-    """What :func:`commit_in_batches` committed: the snapshots, the groups that landed and how
-    many commits failed as a whole."""
+    """What :func:`commit_in_batches` committed: the snapshots, the groups that landed, how
+    many commits failed as a whole and the concurrently deleted rows the groups carried over."""
 
     snapshot_ids: list[int] = field(default_factory=list)
     committed: list[GroupChange] = field(default_factory=list)
@@ -476,11 +476,15 @@ def commit_in_batches(
     branch: str,
     failed: dict[int, str],
     failed_before: Mapping[int, str] | None = None,
-    snapshot_properties: Mapping[str, str] | None = None,
+    run_id: str | None = None,
 ) -> BatchedCommits:
     """Commit ``changes`` in at most ``max_commits`` ``replace`` snapshots (partial progress),
-    each with :func:`commit_groups`; the groups a commit drops are added to ``failed``."""
+    each with :func:`commit_groups`; the groups a commit drops are added to ``failed``. With a
+    ``run_id`` each snapshot records the run and the groups it landed (see :mod:`run_record`)."""
     out = BatchedCommits()
+    props = {S.MAINTENANCE_OPERATION: operation}
+    if run_id is not None:
+        props[S.MAINTENANCE_RUN_ID] = run_id
     for batch in commit_batches(changes, max_commits):
         outcome = commit_groups(
             table,
@@ -488,7 +492,7 @@ def commit_in_batches(
             starting_snapshot_id=starting_snapshot_id,
             data_sequence_number=data_sequence_number,
             branch=branch,
-            snapshot_properties={S.MAINTENANCE_OPERATION: operation, **(snapshot_properties or {})},
+            snapshot_properties=props,
             failed_before=failed_before,
         )
         if outcome.snapshot_id is not None:
@@ -501,26 +505,11 @@ def commit_in_batches(
     return out
 
 
-def groups_committed_by(metadata: TableMetadata, branch: str, since: int | None, run_id: str) -> set[int]:
-    """The file groups that commits of run ``run_id`` landed on ``branch`` after snapshot
-    ``since`` (the snapshot the run planned on)."""
-    head = metadata.snapshot_for_ref(branch)
-    done: set[int] = set()
-    for snap in metadata.ancestors_of(head.snapshot_id if head is not None else None):
-        if snap.snapshot_id == since:
-            break
-        props = snap.summary.properties
-        if props.get(S.MAINTENANCE_RUN_ID) == run_id:
-            done |= {int(g) for g in props.get(S.MAINTENANCE_RUN_GROUPS, "").split(",") if g}
-    return done
-
-
 __all__ = [
-    "BatchOutcome",
     "BatchedCommits",
+    "BatchOutcome",
     "GroupChange",
     "RewriteFiles",
     "commit_groups",
     "commit_in_batches",
-    "groups_committed_by",
 ]

@@ -33,7 +33,6 @@ large sort rewrites on one machine.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,14 +47,13 @@ from firn.maintenance.base import (
     MaintainedTable,
     MaintenanceOperation,
     MaintenancePlan,
-    MaintenanceResult,
     Skipped,
     plan_identity,
 )
 from firn.maintenance.dangling_deletes import dangling_deletes
 from firn.maintenance.data_file_rewriter import UNIT_KIND, parse_sort_order, rewrite_file_group
 from firn.maintenance.options import RewriteDataFilesOptions
-from firn.maintenance.rewrite_commit import GroupChange, commit_groups, commit_in_batches, groups_committed_by
+from firn.maintenance.rewrite_commit import GroupChange, commit_groups, commit_in_batches
 from firn.maintenance.rewrite_planning import (
     FileGroup,
     FileSizes,
@@ -66,6 +64,14 @@ from firn.maintenance.rewrite_planning import (
     order_groups,
     pack,
     partition_label,
+)
+from firn.maintenance.run_record import (
+    FailedGroup,
+    GroupedPlan,
+    GroupRunResult,
+    check_failed_groups,
+    failed_groups,
+    skipped_of,
 )
 from firn.maintenance.runner import LocalRunner, Runner, UnitFunction, UnitResult, WorkUnit, make_unit
 from firn.spec import summary as S
@@ -83,17 +89,7 @@ MAX_SKIPPED_LISTED = 100
 
 
 @dataclass(frozen=True, kw_only=True)
-class FailedGroup:
-    """A file group that was not committed, and why."""
-
-    group_id: int
-    partition: str
-    files: int
-    reason: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class RewriteDataFilesResult(MaintenanceResult):
+class RewriteDataFilesResult(GroupRunResult):
     """What a compaction did (Iceberg's procedure output, plus commits and failed groups)."""
 
     OPERATION: ClassVar[str] = "rewrite_data_files"
@@ -113,17 +109,13 @@ class RewriteDataFilesResult(MaintenanceResult):
     removed_delete_files_count: int = 0
     removed_dangling_deletes_count: int = 0
     rewritten_records: int = 0
-    groups_committed: int = 0
     snapshot_ids: tuple[int, ...] = ()
-    failed_groups: tuple[FailedGroup, ...] = ()
     # Rows that writers deleted while the compaction ran, re-stated on its new files (issue 23).
     carried_delete_rows: int = 0
-    # Groups an earlier run of the same plan committed (a re-run after a crash skips them).
-    groups_skipped_as_done: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
-class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
+class RewriteDataFilesPlan(GroupedPlan, MaintenancePlan[RewriteDataFilesResult]):
     """The file groups a compaction would rewrite (``groups``) and what it left alone."""
 
     OPERATION: ClassVar[str] = "rewrite_data_files"
@@ -174,15 +166,6 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
         if self.output_spec_id not in md.specs:
             raise StalePlan(f"{self.table} has no partition spec {self.output_spec_id} any more; plan again")
 
-    @property
-    def run_id(self) -> str:
-        """The run's identity: a digest of the plan, recorded in its commits' summaries."""
-        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()[:24]
-
-    def groups_done(self, table: MaintainedTable) -> set[int]:
-        """The groups an earlier run of this plan committed (``rewrite_commit.groups_committed_by``)."""
-        return groups_committed_by(table.metadata, self.branch, self.snapshot_id, self.run_id)
-
     def units(self, table: MaintainedTable, io_ref: str) -> list[WorkUnit]:
         done = self.groups_done(table)
         return [
@@ -209,18 +192,20 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
         """Run the plan; without a runner, ``max-concurrent-file-group-rewrites`` groups at a time."""
         if runner is None:
             runner = LocalRunner(self.options.max_concurrent_file_group_rewrites)
-        return super().execute(table, runner)
+        result = super().execute(table, runner)
+        check_failed_groups(self.OPERATION, self.table, result, self.options.tolerate_failed_groups)
+        return result
 
     # -- committing -----------------------------------------------------------------------------------
     def commit(self, table: MaintainedTable, results: Sequence[UnitResult]) -> RewriteDataFilesResult:
         groups = {g.group_id: g for g in self.groups}
         partial = self.options.partial_progress_enabled
+        done_before = self.groups_done(table)
         changes: list[GroupChange] = []
-        failed: list[FailedGroup] = []
-        errors = [r for r in results if r.get("error")]
-        if errors and not partial:
+        errors: dict[int, str] = {}
+        if any(r.get("error") for r in results) and not partial:
             _delete_outputs(table, results)
-            first = errors[0]
+            first = next(r for r in results if r.get("error"))
             raise FirnError(
                 f"rewrite_data_files on {self.table}: group {first['group-id']} failed ({first['error']}); "
                 "nothing was committed (enable partial-progress.enabled to commit the other groups)"
@@ -228,13 +213,9 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
         for r in results:
             g = groups[int(r["group-id"])]
             if r.get("error"):
-                failed.append(
-                    FailedGroup(
-                        group_id=g.group_id, partition=g.partition, files=len(g.files), reason=str(r["error"])
-                    )
-                )
-                continue
-            changes.append(_group_change(g, r))
+                errors[g.group_id] = str(r["error"])
+            else:
+                changes.append(_group_change(g, r))
         max_commits = self.options.partial_progress_max_commits if partial else 1
         dropped: dict[int, str] = {}
         done = commit_in_batches(
@@ -246,13 +227,9 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
             data_sequence_number=self.data_sequence_number,
             branch=self.branch,
             failed=dropped,
-            snapshot_properties={S.MAINTENANCE_RUN_ID: self.run_id},
+            run_id=self.run_id,
         )
-        snapshot_ids, committed, failed_commits = done.snapshot_ids, done.committed, done.failed_commits
-        carried = done.carried_rows
-        for gid, reason in dropped.items():
-            g = groups[gid]
-            failed.append(FailedGroup(group_id=gid, partition=g.partition, files=len(g.files), reason=reason))
+        snapshot_ids = done.snapshot_ids
         dangling = 0
         if self.options.remove_dangling_deletes:
             sid, dangling = _remove_dangling(table, self.branch)
@@ -260,19 +237,20 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
                 snapshot_ids.append(sid)
         max_failed = self.options.partial_progress_max_failed_commits
         max_failed = max_commits if max_failed is None else max_failed
-        if partial and failed_commits > max_failed:
+        if partial and done.failed_commits > max_failed:
             raise FirnError(
-                f"rewrite_data_files on {self.table}: {failed_commits} commits failed (more than "
+                f"rewrite_data_files on {self.table}: {done.failed_commits} commits failed (more than "
                 f"partial-progress.max-failed-commits={max_failed}); committed snapshots: {snapshot_ids}"
             )
-        skipped_done = len(self.groups_done(table) - {c.group_id for c in committed})
-        result = self._result(committed, failed, snapshot_ids, dangling, carried)
-        return dataclasses.replace(result, groups_skipped_as_done=skipped_done)
+        shape = {g.group_id: (g.partition, len(g.files)) for g in self.groups}
+        failed = failed_groups(errors, dropped, shape)
+        result = self._result(done.committed, failed, snapshot_ids, dangling, done.carried_rows)
+        return dataclasses.replace(result, groups_skipped_as_done=len(done_before))
 
     def _result(
         self,
         committed: list[GroupChange],
-        failed: list[FailedGroup],
+        failed: tuple[FailedGroup, ...],
         snapshot_ids: list[int],
         dangling: int,
         carried: int = 0,
@@ -291,12 +269,9 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
             rewritten_records=sum(groups[c.group_id].input_records for c in committed),
             groups_committed=len(committed),
             snapshot_ids=tuple(snapshot_ids),
-            failed_groups=tuple(failed),
+            failed_groups=failed,
             carried_delete_rows=carried,
-            skipped=(
-                *self.skipped,
-                *(Skipped(item=f"group {f.group_id} ({f.partition})", reason=f.reason) for f in failed),
-            ),
+            skipped=(*self.skipped, *skipped_of(failed)),
         )
 
 

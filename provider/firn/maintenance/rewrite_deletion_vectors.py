@@ -28,6 +28,7 @@ of the group's data files, or the concurrent removal of a file it replaces, drop
 from __future__ import annotations
 
 import dataclasses
+from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
@@ -45,7 +46,6 @@ from firn.maintenance.base import (
     MaintainedTable,
     MaintenanceOperation,
     MaintenancePlan,
-    MaintenanceResult,
     Skipped,
     plan_identity,
 )
@@ -58,6 +58,14 @@ from firn.maintenance.rewrite_planning import (
     known_deleted_records,
     live_delete_entries,
     pack,
+)
+from firn.maintenance.run_record import (
+    FailedGroup,
+    GroupedPlan,
+    GroupRunResult,
+    check_failed_groups,
+    failed_groups,
+    skipped_of,
 )
 from firn.maintenance.runner import (
     LocalRunner,
@@ -115,7 +123,7 @@ class HighDeleteRatio:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RewriteDeletionVectorsResult(MaintenanceResult):
+class RewriteDeletionVectorsResult(GroupRunResult):
     """What a DV rewrite did (Java's ``rewrite_position_delete_files`` output, plus details)."""
 
     OPERATION: ClassVar[str] = "rewrite_deletion_vectors"
@@ -133,7 +141,7 @@ class RewriteDeletionVectorsResult(MaintenanceResult):
 
 
 @dataclass(frozen=True, kw_only=True)
-class RewriteDeletionVectorsPlan(MaintenancePlan[RewriteDeletionVectorsResult]):
+class RewriteDeletionVectorsPlan(GroupedPlan, MaintenancePlan[RewriteDeletionVectorsResult]):
     """The DV groups of a rewrite; see the module docstring."""
 
     OPERATION: ClassVar[str] = "rewrite_deletion_vectors"
@@ -189,6 +197,7 @@ class RewriteDeletionVectorsPlan(MaintenancePlan[RewriteDeletionVectorsResult]):
             )
 
     def units(self, table: MaintainedTable, io_ref: str) -> list[WorkUnit]:
+        done = self.groups_done(table)
         return [
             make_unit(
                 UNIT_KIND,
@@ -204,7 +213,7 @@ class RewriteDeletionVectorsPlan(MaintenancePlan[RewriteDeletionVectorsResult]):
                 },
             )
             for g in self.groups
-            if g.items
+            if g.items and g.group_id not in done
         ]
 
     def unit_function(self) -> UnitFunction:
@@ -213,20 +222,29 @@ class RewriteDeletionVectorsPlan(MaintenancePlan[RewriteDeletionVectorsResult]):
     def execute(self, table: MaintainedTable, runner: Runner | None = None) -> RewriteDeletionVectorsResult:
         if runner is None:
             runner = LocalRunner(self.options.max_concurrent_file_group_rewrites)
-        return super().execute(table, runner)
+        result = super().execute(table, runner)
+        check_failed_groups(self.OPERATION, self.table, result, self.options.tolerate_failed_groups)
+        return result
 
     def commit(self, table: MaintainedTable, results: Sequence[UnitResult]) -> RewriteDeletionVectorsResult:
         partial = self.options.partial_progress_enabled
-        errors = [r for r in results if r.get("error")]
-        if errors and not partial:
+        errors_of = [r for r in results if r.get("error")]
+        if errors_of and not partial:
             _delete_added(table, results)
             raise FirnError(
-                f"{self.OPERATION} on {self.table}: group {errors[0]['group-id']} failed ({errors[0]['error']}); "
+                f"{self.OPERATION} on {self.table}: group {errors_of[0]['group-id']} failed "
+                f"({errors_of[0]['error']}); "
                 "nothing was committed"
             )
+        done_before = self.groups_done(table)
         by_id = {int(r["group-id"]): r for r in results}
-        failed: dict[int, str] = {int(r["group-id"]): str(r["error"]) for r in errors}
-        changes = [_change(g, by_id.get(g.group_id)) for g in self.groups if g.group_id not in failed]
+        errors: dict[int, str] = {int(r["group-id"]): str(r["error"]) for r in errors_of}
+        dropped: dict[int, str] = {}
+        changes = [
+            _change(g, by_id.get(g.group_id))
+            for g in self.groups
+            if g.group_id not in errors and g.group_id not in done_before
+        ]
         # Groups others depend on commit first; dependents (removals) go last.
         changes.sort(key=lambda c: bool(c.depends_on))
         max_commits = self.options.partial_progress_max_commits if partial else 1
@@ -238,13 +256,16 @@ class RewriteDeletionVectorsPlan(MaintenancePlan[RewriteDeletionVectorsResult]):
             starting_snapshot_id=self.snapshot_id,
             data_sequence_number=None,
             branch=self.branch,
-            failed=failed,
-            failed_before=failed,
+            failed=dropped,
+            failed_before=ChainMap(dropped, errors),  # a group whose dependency did not land waits
+            run_id=self.run_id,
         )
-        return self._result(done.committed, failed, done.snapshot_ids)
+        failed = failed_groups(errors, dropped)
+        result = self._result(done.committed, failed, done.snapshot_ids)
+        return dataclasses.replace(result, groups_skipped_as_done=len(done_before))
 
     def _result(
-        self, committed: list[GroupChange], failed: dict[int, str], snapshot_ids: list[int]
+        self, committed: list[GroupChange], failed: tuple[FailedGroup, ...], snapshot_ids: list[int]
     ) -> RewriteDeletionVectorsResult:
         groups = {g.group_id: g for g in self.groups}
         done = [groups[c.group_id] for c in committed]
@@ -268,10 +289,9 @@ class RewriteDeletionVectorsPlan(MaintenancePlan[RewriteDeletionVectorsResult]):
             removed_dangling_count=sum(len(g.removes) for g in done if g.reason == "dangling"),
             snapshot_ids=tuple(snapshot_ids),
             high_delete_ratio=self.high_delete_ratio,
-            skipped=(
-                *self.skipped,
-                *(Skipped(item=f"group {gid}", reason=r) for gid, r in sorted(failed.items())),
-            ),
+            groups_committed=len(committed),
+            failed_groups=failed,
+            skipped=(*self.skipped, *skipped_of(failed)),
         )
 
 

@@ -40,7 +40,6 @@ from firn.maintenance.base import (
     MaintainedTable,
     MaintenanceOperation,
     MaintenancePlan,
-    MaintenanceResult,
     Skipped,
     plan_identity,
 )
@@ -59,6 +58,13 @@ from firn.maintenance.rewrite_planning import (
     order_groups,
     pack,
     partition_label,
+)
+from firn.maintenance.run_record import (
+    GroupedPlan,
+    GroupRunResult,
+    check_failed_groups,
+    failed_groups,
+    skipped_of,
 )
 from firn.maintenance.runner import (
     LocalRunner,
@@ -94,7 +100,7 @@ class PositionDeleteGroup:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RewritePositionDeleteFilesResult(MaintenanceResult):
+class RewritePositionDeleteFilesResult(GroupRunResult):
     """Java's procedure output, plus the commits and what became of dangling deletes."""
 
     OPERATION: ClassVar[str] = "rewrite_position_delete_files"
@@ -110,7 +116,7 @@ class RewritePositionDeleteFilesResult(MaintenanceResult):
 
 
 @dataclass(frozen=True, kw_only=True)
-class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesResult]):
+class RewritePositionDeleteFilesPlan(GroupedPlan, MaintenancePlan[RewritePositionDeleteFilesResult]):
     """v2: groups of position delete files; v3+: the conversion to DVs (``dv_plan``)."""
 
     OPERATION: ClassVar[str] = "rewrite_position_delete_files"
@@ -150,6 +156,7 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
     def units(self, table: MaintainedTable, io_ref: str) -> list[WorkUnit]:
         if self.dv_plan is not None:
             return self.dv_plan.units(table, io_ref)
+        done = self.groups_done(table)
         return [
             make_unit(
                 UNIT_KIND,
@@ -164,7 +171,7 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
                 },
             )
             for g in self.groups
-            if not g.dangling
+            if not g.dangling and g.group_id not in done
         ]
 
     def unit_function(self) -> UnitFunction:
@@ -177,7 +184,9 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
     ) -> RewritePositionDeleteFilesResult:
         if runner is None:
             runner = LocalRunner(self.options.max_concurrent_file_group_rewrites)
-        return super().execute(table, runner)
+        result = super().execute(table, runner)
+        check_failed_groups(self.OPERATION, self.table, result, self.options.tolerate_failed_groups)
+        return result
 
     def commit(
         self, table: MaintainedTable, results: Sequence[UnitResult]
@@ -195,6 +204,9 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
                 removed_dangling_count=r.removed_dangling_count,
                 snapshot_ids=r.snapshot_ids,
                 skipped=r.skipped,
+                groups_committed=r.groups_committed,
+                groups_skipped_as_done=r.groups_skipped_as_done,
+                failed_groups=r.failed_groups,
             )
         partial = self.options.partial_progress_enabled
         errors = [r for r in results if r.get("error")]
@@ -207,11 +219,12 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
                 f"{self.OPERATION} on {self.table}: group {errors[0]['group-id']} failed ({errors[0]['error']}); "
                 "nothing was committed"
             )
+        done_before = self.groups_done(table)
         by_id = {int(r["group-id"]): r for r in results}
         failed = {int(r["group-id"]): str(r["error"]) for r in errors}
         changes = []
         for g in self.groups:
-            if g.group_id in failed:
+            if g.group_id in failed or g.group_id in done_before:
                 continue
             added = [data_file_from_json(x) for x in by_id.get(g.group_id, {}).get("added", [])]
             changes.append(
@@ -223,6 +236,7 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
                 )
             )
         max_commits = self.options.partial_progress_max_commits if partial else 1
+        dropped: dict[int, str] = {}
         done = commit_in_batches(
             table,
             changes,
@@ -231,9 +245,13 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
             starting_snapshot_id=self.snapshot_id,
             data_sequence_number=None,
             branch=self.branch,
-            failed=failed,
+            failed=dropped,
+            run_id=self.run_id,
         )
         snapshot_ids, committed = done.snapshot_ids, done.committed
+        not_committed = failed_groups(
+            failed, dropped, {g.group_id: (g.partition, len(g.files)) for g in self.groups}
+        )
         dangling_ids = {g.group_id for g in self.groups if g.dangling}
 
         def size(files: Sequence[DataFile]) -> int:
@@ -250,10 +268,10 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
                 len(c.removed_deletes) for c in committed if c.group_id in dangling_ids
             ),
             snapshot_ids=tuple(snapshot_ids),
-            skipped=(
-                *self.skipped,
-                *(Skipped(item=f"group {gid}", reason=r) for gid, r in sorted(failed.items())),
-            ),
+            groups_committed=len(committed),
+            groups_skipped_as_done=len(done_before),
+            failed_groups=not_committed,
+            skipped=(*self.skipped, *skipped_of(not_committed)),
         )
 
 

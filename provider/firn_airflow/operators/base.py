@@ -33,6 +33,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from firn.catalog.lease import LEASE_OWNER_LABEL, lease_held_error
 from firn.errors import FirnError, LeaseHeld, ValidationError
 from firn.maintenance.base import MaintenancePlan, MaintenanceResult, dry_run_entry
+from firn.maintenance.run_record import GroupRunResult, GroupsFailed
 from firn_airflow.assets import firn_asset
 from firn_airflow.constants import DEFAULT_CONN_ID, EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
 from firn_airflow.hooks.firn import FirnHook
@@ -312,7 +313,39 @@ class FirnMaintenanceBaseOperator(BaseOperator):
                 options,
             )
         where: Literal["worker", "spark"] = "spark" if execution == "spark" else "worker"
-        result = self._with_lease_policy(
+        try:
+            result = self._run_with_lease(hook, table, operation, options, where, spark, deadline, context)
+        except GroupsFailed as e:
+            # The groups that did commit are in the task log; the task fails, and its retry
+            # plans again: the committed groups' files are replaced, so only the rest remain.
+            self._log_result(operation, name, e.result)
+            raise
+        if isinstance(result, MaintenanceResult):
+            self._log_result(operation, name, result)
+        return result
+
+    def _log_result(self, operation: str, name: str, result: MaintenanceResult) -> None:
+        self.log.info("%s on %s: %s", operation, name, result.to_dict())
+        if isinstance(result, GroupRunResult):
+            for line in result.group_report():
+                self.log.info("%s on %s: %s", operation, name, line)
+        summary = deletion_summary(result.to_dict())
+        if summary is not None:
+            self.log.info("%s on %s: %s", operation, name, summary)
+
+    def _run_with_lease(
+        self,
+        hook: FirnHook,
+        table: Table,
+        operation: str,
+        options: dict[str, Any],
+        where: Literal["worker", "spark"],
+        spark: SparkSettings,
+        deadline: float,
+        context: Context,
+    ) -> MaintenanceResult | MaintenancePlan[Any]:
+        name = table.name
+        return self._with_lease_policy(
             lambda: hook.run_operation(
                 table,
                 operation,
@@ -327,12 +360,6 @@ class FirnMaintenanceBaseOperator(BaseOperator):
             name,
             deadline,
         )
-        if isinstance(result, MaintenanceResult):
-            self.log.info("%s on %s: %s", operation, name, result.to_dict())
-            summary = deletion_summary(result.to_dict())
-            if summary is not None:
-                self.log.info("%s on %s: %s", operation, name, summary)
-        return result
 
     def _spark_settings(self) -> SparkSettings:
         """The ``spark`` argument (rendered) as :class:`SparkSettings`."""

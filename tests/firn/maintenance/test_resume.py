@@ -16,7 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from firn.maintenance.base import MaintenancePlan
+from firn.maintenance.run_record import GroupsFailed
 from firn.maintenance.runner import LocalRunner
 from firn.spec import summary as S
 from tests.fixtures.catalogs import make_sqlite_catalog
@@ -98,3 +101,78 @@ def test_a_re_run_after_a_kill_commits_the_other_groups_only(tmp_path: Path) -> 
         for p in compacted
         if p != (None,)
     )
+
+
+# -- every unit-based rewrite keeps the same run record ----------------------------------------------
+def _corrupt(path: str) -> bytes:
+    data = Path(path).read_bytes()
+    Path(path).write_bytes(b"not a delete file")
+    return data
+
+
+def _resumes_after_a_failed_group(t: Any, op: str, plan: Any, broken: str) -> None:
+    """Execute ``plan`` with ``broken`` corrupted: the other groups commit and the run fails
+    naming the group; repaired, the same plan (from its JSON, as a task retry runs it) redoes
+    only that group."""
+    before = rows(t)
+    groups = len(plan.dv_plan.groups if getattr(plan, "dv_plan", None) is not None else plan.groups)
+    assert groups >= 2
+    data = _corrupt(broken)
+    with pytest.raises(GroupsFailed, match=rf"{op} on db.events: 1 group\(s\) failed: group \d+") as e:
+        plan.execute(t)
+    first = e.value.result
+    assert first.groups_committed == groups - 1 and first.groups_skipped_as_done == 0
+    (failed,) = first.failed_groups
+    assert not failed.conflicted and failed.reason
+    assert first.snapshot_id is not None
+    Path(broken).write_bytes(data)
+    assert rows(t) == before
+    again = MaintenancePlan.from_dict(json.loads(plan.to_json()))
+    assert len(again.units(t, "ref")) == 1  # only the failed group is rewritten
+    result = again.execute(t)
+    assert result.groups_committed == 1 and result.groups_skipped_as_done == groups - 1  # type: ignore[attr-defined]
+    assert result.failed_groups == ()  # type: ignore[attr-defined]
+    t.refresh()
+    recorded = plan.dv_plan if getattr(plan, "dv_plan", None) is not None else plan
+    commits = _run_commits(t, recorded.run_id)
+    assert {failed.group_id} in commits  # the retry's commit lands the failed group alone
+    assert sum(len(c) for c in commits) == groups == len(set().union(*commits))  # each group once
+    assert rows(t) == before
+
+
+def _deletes_in_two_partitions(catalog: Any, version: str) -> Any:
+    t = make_table(catalog, version, properties=MOR)
+    fill(t, version, appends=2, rows=80)
+    # Partition "eu" holds ids % 4 == 0 and "us" ids % 4 == 1: a delete in each of their two
+    # files, one commit each (so two delete files per partition, each 1 of 20 rows).
+    for i in (0, 80, 1, 81):
+        t.delete(f"id = {i}")
+    return t
+
+
+def _delete_file_of(t: Any, row_id: int) -> str:
+    for task in t.scan().plan_files():
+        if task.file.partition == ("eu",):
+            for d in task.delete_files:
+                return str(d.file_path)
+    raise AssertionError(f"no delete file for row {row_id}")
+
+
+def test_rewrite_position_delete_files_resumes_after_a_failed_group(tmp_path: Path) -> None:
+    t = _deletes_in_two_partitions(make_sqlite_catalog(tmp_path), "2")
+    plan = t.maintenance.rewrite_position_delete_files(
+        min_input_files=2, partial_progress_enabled=True, partial_progress_max_commits=2
+    ).plan()
+    _resumes_after_a_failed_group(t, "rewrite_position_delete_files", plan, _delete_file_of(t, 0))
+
+
+def test_rewrite_deletion_vectors_resumes_after_a_failed_group(tmp_path: Path) -> None:
+    t = _deletes_in_two_partitions(make_sqlite_catalog(tmp_path), "3")
+    # A target below two DVs' size: one group per DV (rewrite-all: pack even these Puffin files).
+    plan = t.maintenance.rewrite_deletion_vectors(
+        rewrite_all=True,
+        target_file_size_bytes=50,
+        partial_progress_enabled=True,
+        partial_progress_max_commits=2,
+    ).plan()
+    _resumes_after_a_failed_group(t, "rewrite_deletion_vectors", plan, _delete_file_of(t, 0))

@@ -17,6 +17,7 @@ from firn.deletes.writers import write_equality_delete_files
 from firn.errors import FirnError, StalePlan, ValidationError
 from firn.maintenance import MaintenancePlan
 from firn.maintenance.rewrite_data_files import RewriteDataFilesPlan, RewriteDataFilesResult
+from firn.maintenance.run_record import GroupsFailed
 from firn.spec import values
 from firn.spec.snapshots import Operation
 from firn.spec.types import LongType
@@ -106,6 +107,7 @@ def test_defaults_are_iceberg_s_and_the_target_comes_from_the_table(sqlite_catal
         "partial-progress.max-commits": 10,
         "partial-progress.max-failed-commits": 10,
         "max-concurrent-file-group-rewrites": 5,
+        "tolerate-failed-groups": False,
         "use-starting-sequence-number": True,
         "remove-dangling-deletes": False,
         "rewrite-job-order": "none",
@@ -267,6 +269,7 @@ def test_without_starting_sequence_number_a_concurrent_equality_delete_fails_its
     result = plan.execute(t, runner)
     assert [g.partition for g in result.failed_groups] == ["region=eu"]
     assert "added deletes" in result.failed_groups[0].reason and result.groups_committed == 3
+    assert result.failed_groups[0].conflicted and result.errored == ()  # reported, not a failed run
     t.refresh()
     assert 4 not in ids(t) and len(ids(t)) == 79
     # The failed group's output files were deleted; the committed ones are referenced.
@@ -457,10 +460,42 @@ def test_a_failing_group_fails_the_run_unless_partial_progress(
     with pytest.raises(FirnError, match="nothing was committed"):
         plan.execute(t)
     assert local_files(tmp_path / "warehouse") == files_before  # every output deleted
+    # With partial progress the other groups commit, then the run fails naming the group
+    # (issue 23: the task fails when a group failed), its result attached.
     partial = t.maintenance.rewrite_data_files(min_input_files=2, partial_progress_enabled=True).plan()
-    result = partial.execute(t)
+    with pytest.raises(
+        GroupsFailed, match=r"1 group\(s\) failed: group \d+ \(.*\) failed: .*not a parquet"
+    ) as e:
+        partial.execute(t)
+    result = e.value.result
     assert len(result.failed_groups) == 1 and result.groups_committed == 3
+    assert result.errored == result.failed_groups and result.conflicted == ()
     Path(broken).write_bytes(data)
+    assert rows_of(t) == before
+    # The same plan again (a task retry) rewrites only the failed group.
+    again = partial.execute(t)
+    assert again.groups_committed == 1 and again.groups_skipped_as_done == 3 and again.failed_groups == ()
+    assert rows_of(t) == before
+
+
+def test_tolerate_failed_groups_returns_the_partial_result(sqlite_catalog: SqlCatalog) -> None:
+    t = make_table(sqlite_catalog, "2")
+    fill(t, "2", appends=3, rows=20)
+    before = rows_of(t)
+    plan = t.maintenance.rewrite_data_files(
+        min_input_files=2, partial_progress_enabled=True, tolerate_failed_groups=True
+    ).plan()
+    broken = plan.groups[0].files[0].path
+    data = Path(broken).read_bytes()
+    Path(broken).write_bytes(b"not parquet")
+    result = plan.execute(t)
+    Path(broken).write_bytes(data)
+    assert [g.group_id for g in result.errored] == [plan.groups[0].group_id] and result.groups_committed == 3
+    assert (
+        result.group_report()[1].startswith(f"  group {plan.groups[0].group_id} (")
+        and "failed:" in result.group_report()[1]
+    )
+    assert result.group_report()[0] == "groups: 3 committed, 0 skipped as done, 0 conflicted, 1 failed"
     assert rows_of(t) == before
 
 
