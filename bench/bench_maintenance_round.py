@@ -122,8 +122,7 @@ def build_many(catalog: Any, root: Path, files: int) -> Any:
 
 def round_trip(name: str, table: Any, runner: Any) -> None:
     from firn.maintenance.health import clear_health_cache
-    from firn.maintenance.operations import resolve
-
+    
     h = table.health()
     print(
         f"\n{name}: {h.data_files:,} data files ({h.small_files:,} small), {h.deletion_vectors:,} DVs, "
@@ -140,7 +139,7 @@ def round_trip(name: str, table: Any, runner: Any) -> None:
         if r.operation not in {x.operation for x in table.maintenance.recommend()}:
             print(f"  {r.operation}: satisfied by an earlier operation, not run")
             continue
-        op = resolve(table.maintenance, r.operation, table.format_version, dict(r.options))
+        op = table.maintenance.operation(r.operation, dict(r.options))
         t0 = time.perf_counter()
         op.run(runner=runner)
         took = time.perf_counter() - t0

@@ -11,7 +11,7 @@ Compaction runs when the table crosses its health thresholds: ``recommend()`` as
 once ``maintenance.compact.min-small-files`` small files make up at least
 ``maintenance.compact.min-small-file-ratio`` of the data files (table properties; 100 and
 0.1 by default); otherwise the task skips. Large tables compact on Spark, small ones in the
-worker (``runner="auto"``).
+worker (``execution="auto"``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ with DAG(
         task_id="compact",
         table=TABLE,
         firn_conn_id=FIRN_CONN_ID,
-        spark_conn_id=SPARK_CONN_ID,
-        runner="auto",
+        spark={"conn_id": SPARK_CONN_ID},
+        execution="auto",
         skip_if_not_recommended=True,
     )

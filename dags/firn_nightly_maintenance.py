@@ -7,9 +7,9 @@ orphan files. Every step runs only when ``table.maintenance.recommend()`` asks f
 thresholds are table properties, see the README's Maintenance section) and skips cleanly
 otherwise; a step whose table is held by another maintenance run (its lease) skips too.
 
-``runner="auto"`` submits the step to Spark (``spark_default``) for tables above
+``execution="auto"`` submits the step to Spark (``spark_default``) for tables above
 ``spark_min_bytes`` of data and runs it in the worker for smaller ones. Orphan removal only
-lists what it would delete unless the ``orphans_dry_run`` param is turned off; then each night
+lists what it would delete unless the ``orphans_delete`` param is turned on; then each night
 records the orphans it finds and deletes those an earlier night recorded at least
 ``orphans.grace`` ago (a table property, default one day), only inside the table's own location.
 """
@@ -36,7 +36,9 @@ with DAG(
     tags=["firn", "maintenance"],
     params={
         "namespace": Param("demo", type="string", description="every table of this namespace"),
-        "orphans_dry_run": Param(True, type="boolean", description="only list orphan files"),
+        "orphans_delete": Param(
+            False, type="boolean", description="delete orphan files (else only list them)"
+        ),
         "spark_min_bytes": Param(
             1 << 30, type="integer", minimum=0, description="tables with more data go to Spark (0: all)"
         ),
@@ -52,10 +54,10 @@ with DAG(
         list_tables("{{ params.namespace }}"),
         group_id="maintain",
         firn_conn_id=FIRN_CONN_ID,
-        spark_conn_id=SPARK_CONN_ID,
-        runner="auto",
+        spark={"conn_id": SPARK_CONN_ID},
+        execution="auto",
         spark_min_bytes="{{ params.spark_min_bytes }}",
-        orphans_dry_run="{{ params.orphans_dry_run }}",
+        orphans_delete="{{ params.orphans_delete }}",
         skip_if_not_recommended=True,
         on_lease_held="skip",
     )

@@ -50,7 +50,7 @@ with DAG(
         # The sensor has decided: move every root entry, whatever the table's commit.root.*
         # thresholds say (a flush on its own acts only above them).
         options={"force": True},
-        runner="spark",
-        spark_conn_id=SPARK_CONN_ID,
+        execution="spark",
+        spark={"conn_id": SPARK_CONN_ID},
     )
     root_grew >> flush

@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     states = run_dag(
         "firn_nightly_maintenance",
         datetime.now(UTC).replace(microsecond=0),
-        {"namespace": NAMESPACE, "spark_min_bytes": 0, "orphans_dry_run": True, "expire_older_than_days": 0},
+        {"namespace": NAMESPACE, "spark_min_bytes": 0, "orphans_delete": False, "expire_older_than_days": 0},
         args.verbose,
     )
     print_states("firn_nightly_maintenance", states)

@@ -18,7 +18,7 @@ tab-separated lines); these may also come before the command group (``firn --cat
 table list``). Human output reads numbers through :mod:`firn.maintenance.present` (the demo's
 and the health page's formatter: 24-hour UTC, durations, binary bytes) and folds long ids and
 paths rather than cutting them. ``firn maintain <op>`` runs
-``table.maintenance.<method>(**options)`` (names in ``firn.maintenance.operations``) with
+the operation its short name names in ``firn.maintenance.registry`` with
 options in Iceberg's hyphenated spelling (``-o min-input-files=2``); ``--dry-run`` prints the
 plan instead. A run holds the table's maintenance lease. Progress goes to stderr, so ``--json``
 output stays parseable.
@@ -57,7 +57,7 @@ from rich.table import Table as RichTable
 from firn.catalog import load_catalog
 from firn.catalog.base import Catalog, to_identifier
 from firn.errors import FirnError, LeaseHeld, NotFound, Unsupported, ValidationError
-from firn.maintenance.operations import SHORT_NAMES, method_name, resolve
+from firn.maintenance import registry
 from firn.maintenance.present import estimate_sentence, health_rows, options_text, recommendation_lines
 from firn.maintenance.recommend import Recommendation
 from firn.maintenance.remove_orphan_files import DRY_RUN_HINT_CLI, DRY_RUN_HINT_PYTHON
@@ -290,7 +290,21 @@ def table() -> None:
     """Inspect tables: list, show, snapshots, files, health."""
 
 
-@main.group()
+class _MaintainGroup(click.Group):
+    """``firn maintain``: one subcommand per registered operation with a short name (read from
+    ``firn.maintenance.registry`` when the command line is parsed), plus ``recommend``."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *registry.short_names()})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = super().get_command(ctx, cmd_name)
+        if found is None and cmd_name in registry.short_names():
+            found = _maintain_command(cmd_name, registry.short_names()[cmd_name])
+        return found
+
+
+@main.group(cls=_MaintainGroup)
 def maintain() -> None:
     """Run maintenance (holding the table's maintenance lease), or see what is recommended."""
 
@@ -525,8 +539,8 @@ def _in_cli_syntax(text: str) -> str:
 def _run(
     table: Table, operation: str, options: dict[str, Any], dry_run: bool, s: Settings, progress: bool | None
 ) -> None:
-    method = method_name(operation, table.format_version)
-    op = resolve(table.maintenance, operation, table.format_version, options)
+    method = registry.spec_for_table(operation, table.format_version).name
+    op = table.maintenance.operation(operation, options)
     if dry_run:
         plan = op.plan()
         click.echo(plan.to_json() if s.json else _in_cli_syntax(str(plan)))
@@ -556,11 +570,13 @@ def _run(
 
 
 def _maintain_command(short: str, method: str) -> click.Command:
+    spec = registry.spec(method)
+    fallback = f" ({spec.fallback[1]} below format version {spec.fallback[0]})" if spec.fallback else ""
+
     @click.command(
         short,
-        help=f"Run table.maintenance.{method}(**options) on TABLE"
-        + (" (rewrite_position_delete_files on v2 tables)" if short == "rewrite-dvs" else "")
-        + ". Options use Iceberg's names, e.g. -o key=value; an unknown name lists the valid ones.",
+        help=f"Run table.maintenance.{method} on TABLE{fallback}: {spec.summary}. Options use "
+        "Iceberg's names, e.g. -o key=value; an unknown name lists the close matches.",
     )
     @click.argument("name", metavar="TABLE")
     @click.option(
@@ -588,10 +604,6 @@ def _maintain_command(short: str, method: str) -> click.Command:
             _run(_load(catalog, name), short, dict(opts), dry_run, s, progress)
 
     return command
-
-
-for _short, _method in SHORT_NAMES.items():
-    maintain.add_command(_maintain_command(_short, _method))
 
 
 def _print_recommendations(s: Settings, name: str, recs: list[Recommendation]) -> None:
@@ -645,7 +657,7 @@ def maintain_recommend(name: str, run_them: bool, progress: bool | None, **commo
             if r is None:
                 satisfied.append(listed.operation)
                 continue
-            op = resolve(t.maintenance, r.operation, t.format_version, dict(r.options))
+            op = t.maintenance.operation(r.operation, dict(r.options))
             with _ProgressDisplay(f"{r.operation} on {t.name}", _progress_enabled(progress)) as display:
                 results.append(op.run(runner=LocalRunner(progress=display)).to_dict())
             t.refresh()

@@ -45,7 +45,7 @@ def catalog_of(stack: ComposeStack) -> Any:
     from airflow.sdk import Connection
 
     import firn
-    from firn_airflow.hooks.firn import catalog_config
+    from firn_airflow.hooks.connection import catalog_config
 
     raw = dict(stack.firn_connection)
     extra = raw.pop("extra")
@@ -115,7 +115,7 @@ def test_ingest_and_nightly_maintenance_on_the_compose_stack(stack: ComposeStack
     assert recommended, health_before
 
     apps_before = len(registered_apps(stack))
-    conf = {"namespace": NAMESPACE, "spark_min_bytes": 0, "orphans_dry_run": False}
+    conf = {"namespace": NAMESPACE, "spark_min_bytes": 0, "orphans_delete": True}
     stack.airflow(
         "dags", "test", "--use-executor", "firn_nightly_maintenance", NIGHTLY_RUN, "-c", json.dumps(conf)
     )

@@ -14,14 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import click
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner, Result
 
 from firn.catalog.sql import SqlCatalog
 from firn.cli import EXIT_BAD_INPUT, EXIT_LEASE_HELD, main, maintain
-from firn.maintenance import TableMaintenance
-from firn.maintenance.operations import NIGHTLY_ORDER, SHORT_NAMES, method_name
+from firn.maintenance import TableMaintenance, registry
+from firn.maintenance.operations import NIGHTLY_ORDER
 from tests.fixtures.catalogs import make_sqlite_catalog
 from tests.fixtures.maintenance import backdate_orphan_record, local, soon_ms
 from tests.fixtures.rewrites import MOR, events, fill, ids, make_table
@@ -61,13 +62,13 @@ def firn(*args: str, env: dict[str, str | None] | None = None) -> Result:
 
 
 def test_names_are_the_briefing_s_and_plug_in_by_method_name() -> None:
-    assert SHORT_NAMES == BRIEFING_NAMES
-    assert set(SHORT_NAMES.values()) == set(NIGHTLY_ORDER)
-    assert set(maintain.commands) == {*BRIEFING_NAMES, "recommend"}
-    assert method_name("rewrite-dvs", 2) == "rewrite_position_delete_files"
+    assert registry.short_names() == BRIEFING_NAMES
+    assert set(registry.short_names().values()) == set(NIGHTLY_ORDER)
+    assert set(maintain.list_commands(click.Context(maintain))) == {*BRIEFING_NAMES, "recommend"}
+    assert registry.spec_for_table("rewrite-dvs", 2).name == "rewrite_position_delete_files"
     assert (
-        method_name("rewrite-dvs", 3)
-        == method_name("rewrite_deletion_vectors", 4)
+        registry.spec_for_table("rewrite-dvs", 3).name
+        == registry.spec_for_table("rewrite_deletion_vectors", 4).name
         == "rewrite_deletion_vectors"
     )
 
@@ -207,7 +208,7 @@ def test_every_operation_runs_for_real_with_a_json_result_or_a_summary(uri: str,
         done = firn("maintain", short, "db.events", "--catalog", uri, *options, "--json")
         assert done.exit_code == 0, done.output
         data: dict[str, Any] = json.loads(done.stdout)
-        assert data["operation"] == method_name(short, 3)
+        assert data["operation"] == registry.spec_for_table(short, 3).name
         assert ids(t.refresh()) == before  # maintenance never changes the rows
         return data
 

@@ -216,7 +216,7 @@ def test_firn_connection_reaches_the_catalog_db_and_the_bucket(
     from airflow.sdk import Connection
 
     from firn.io.pyarrow_io import PyArrowFileIO
-    from firn_airflow.hooks.firn import catalog_config
+    from firn_airflow.hooks.connection import catalog_config
 
     raw = json.loads(_env(services["airflow-scheduler"])["AIRFLOW_CONN_FIRN_DEFAULT"])
     extra = raw.pop("extra")

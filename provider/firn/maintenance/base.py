@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 from firn.core.handle import TableHandle
 from firn.errors import StalePlan, ValidationError
-from firn.maintenance.options import Option, parse_options
+from firn.maintenance.options import MaintenanceOptions
 from firn.maintenance.runner import LocalRunner, Runner, UnitFunction, UnitResult, WorkUnit, local_io
 from firn.maintenance.serde import from_jsonable, to_jsonable
 from firn.spec.deletion_scope import DeletionScope
@@ -56,11 +56,24 @@ class MaintenanceResult:
     """What a run did. ``snapshot_id`` is the snapshot it committed (None: no commit)."""
 
     OPERATION: ClassVar[str] = ""
+    # The figures OpenLineage reports (``files_rewritten``, ``bytes_added``, ...) -> the field
+    # of this result holding each (a field holding a mapping is summed).
+    LINEAGE: ClassVar[Mapping[str, str]] = {}
 
     table: str
     snapshot_id: int | None = None
     duration_ms: int = 0
     skipped: tuple[Skipped, ...] = ()
+
+    def lineage_figures(self) -> dict[str, int]:
+        """The lineage figures of this run by name (see :attr:`LINEAGE`)."""
+        out: dict[str, int] = {}
+        for figure, name in self.LINEAGE.items():
+            value = getattr(self, name)
+            if isinstance(value, Mapping):
+                value = sum(int(v) for v in value.values())
+            out[figure] = int(value)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"operation": self.OPERATION}
@@ -76,6 +89,15 @@ class MaintenanceResult:
         return from_jsonable(cls, body, where=f"{cls.__name__} result")
 
 
+# Lineage figures shared by several results (see ``MaintenanceResult.LINEAGE``).
+DELETE_REWRITE_LINEAGE: Mapping[str, str] = {
+    "files_rewritten": "rewritten_delete_files_count",
+    "bytes_rewritten": "rewritten_bytes_count",
+    "files_added": "added_delete_files_count",
+    "bytes_added": "added_bytes_count",
+}
+DELETION_LINEAGE: Mapping[str, str] = {"files_deleted": "deleted_files", "bytes_deleted": "deleted_bytes"}
+
 _PLAN_TYPES: dict[str, type[MaintenancePlan]] = {}
 
 R = TypeVar("R", bound=MaintenanceResult)
@@ -86,7 +108,8 @@ class MaintenancePlan(ABC, Generic[R]):
     """A frozen, JSON-serializable plan: what an operation would do to the table as planned.
 
     ``metadata_location`` / ``snapshot_id`` identify the table state it was planned on and
-    ``options`` the option values it used (table-property defaults resolved).
+    ``options`` the option values it used (table-property defaults resolved); each plan class
+    narrows it to its operation's options dataclass, which serializes by Iceberg's names.
     """
 
     OPERATION: ClassVar[str] = ""
@@ -95,7 +118,7 @@ class MaintenancePlan(ABC, Generic[R]):
     table_uuid: str
     metadata_location: str
     snapshot_id: int | None
-    options: dict[str, Any]
+    options: MaintenanceOptions
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -216,17 +239,17 @@ class MaintenancePlan(ABC, Generic[R]):
 
 
 P = TypeVar("P", bound=MaintenancePlan[Any])
+OptionsT = TypeVar("OptionsT", bound=MaintenanceOptions)
 
 
-class MaintenanceOperation(ABC, Generic[P, R]):
-    """``table.maintenance.<op>(**options)``: options parsed now, ``plan()`` / ``run()`` later."""
+class MaintenanceOperation(ABC, Generic[P, R, OptionsT]):
+    """``table.maintenance.<op>(...)``: options checked now, ``plan()`` / ``run()`` later."""
 
     OPERATION: ClassVar[str] = ""
-    OPTIONS: ClassVar[dict[str, Option]] = {}
 
-    def __init__(self, table: MaintainedTable, **options: object) -> None:
+    def __init__(self, table: MaintainedTable, options: OptionsT) -> None:
         self.table = table
-        self.options = parse_options(self.OPERATION, self.OPTIONS, options)
+        self.options = options
 
     @abstractmethod
     def plan(self) -> P:
@@ -238,26 +261,39 @@ class MaintenanceOperation(ABC, Generic[P, R]):
         return result
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.table.name!r}, {self.options!r})"
+        return f"{type(self).__name__}({self.table.name!r}, {self.options.given()!r})"
 
 
-def plan_identity(table: TableHandle, snapshot_id: int | None, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The common fields of a plan for ``table`` planned on ``snapshot_id``."""
+def dry_run_entry(plan: MaintenancePlan[Any]) -> dict[str, Any]:
+    """A dry run's JSON (the CLI, the Spark job's ``--dry-run``, an Airflow dry run): the plan's
+    ``to_dict()`` marked ``dry_run`` with its human-readable ``description``, as plain JSON."""
+    entry = plan.to_dict()
+    entry.update({"dry_run": True, "description": str(plan)})
+    out: dict[str, Any] = json.loads(json.dumps(entry))
+    return out
+
+
+def plan_identity(table: TableHandle, snapshot_id: int | None, options: MaintenanceOptions) -> dict[str, Any]:
+    """The common fields of a plan for ``table`` planned on ``snapshot_id`` with the resolved
+    ``options``."""
     md = table.metadata
     return {
         "table": table.name,
         "table_uuid": str(md.table_uuid),
         "metadata_location": table.metadata_location,
         "snapshot_id": snapshot_id,
-        "options": dict(options),
+        "options": options,
     }
 
 
 __all__ = [
+    "DELETE_REWRITE_LINEAGE",
+    "DELETION_LINEAGE",
     "MaintainedTable",
     "MaintenanceOperation",
     "MaintenancePlan",
     "MaintenanceResult",
     "Skipped",
+    "dry_run_entry",
     "plan_identity",
 ]

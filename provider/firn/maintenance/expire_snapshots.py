@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from firn.core.commit import CommitContext
 from firn.core.retention import RefRetention, evaluate_retention
@@ -52,6 +52,7 @@ from firn.core.updates import (
 from firn.errors import ValidationError
 from firn.io.base import FileIO
 from firn.maintenance.base import (
+    DELETION_LINEAGE,
     MaintainedTable,
     MaintenanceOperation,
     MaintenancePlan,
@@ -61,7 +62,7 @@ from firn.maintenance.base import (
 )
 from firn.maintenance.expire_files import ExpiredFiles, expired_files
 from firn.maintenance.file_deletion import delete_units, run_delete_unit, tally
-from firn.maintenance.options import Option, options_of
+from firn.maintenance.options import ExpireSnapshotsOptions
 from firn.maintenance.reachability import (
     DATA_FILES,
     EQUALITY_DELETE_FILES,
@@ -86,7 +87,7 @@ PLAN_MAX_PATHS = 10_000
 
 
 @dataclass(frozen=True, kw_only=True)
-class FileGroup:
+class FileKindGroup:
     """Files of one kind: how many, their bytes (files of unknown size count 0), and the paths
     with their sizes (-1: unknown), possibly only the first ones (see ``paths_complete``)."""
 
@@ -106,6 +107,7 @@ class ExpireSnapshotsResult(MaintenanceResult):
     columns are properties."""
 
     OPERATION: ClassVar[str] = "expire_snapshots"
+    LINEAGE: ClassVar[Mapping[str, str]] = DELETION_LINEAGE
 
     metadata_location: str | None = None
     expired_snapshot_ids: tuple[int, ...] = ()
@@ -154,8 +156,8 @@ class ExpireSnapshotsResult(MaintenanceResult):
         )
 
 
-def _groups(files: FileSet, limit: int) -> tuple[dict[str, FileGroup], bool]:
-    out: dict[str, FileGroup] = {}
+def _groups(files: FileSet, limit: int) -> tuple[dict[str, FileKindGroup], bool]:
+    out: dict[str, FileKindGroup] = {}
     budget = limit
     complete = True
     for kind in FILE_KINDS:
@@ -166,7 +168,7 @@ def _groups(files: FileSet, limit: int) -> tuple[dict[str, FileGroup], bool]:
         listed = paths[: max(budget, 0)]
         budget -= len(listed)
         complete = complete and len(listed) == len(paths)
-        out[kind] = FileGroup(
+        out[kind] = FileKindGroup(
             count=len(group),
             bytes=sum(max(s, 0) for s in group.values()),
             paths=tuple(listed),
@@ -197,6 +199,7 @@ class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
 
     OPERATION: ClassVar[str] = "expire_snapshots"
 
+    options: ExpireSnapshotsOptions
     now_ms: int
     older_than_ms: int
     retain_last: int
@@ -207,7 +210,7 @@ class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
     remove_schema_ids: tuple[int, ...] = ()
     gc_enabled: bool = True
     strategy: str = "none"
-    files: dict[str, FileGroup] = field(default_factory=dict)
+    files: dict[str, FileKindGroup] = field(default_factory=dict)
     paths_complete: bool = True
     skipped: tuple[Skipped, ...] = ()
     kept: tuple[Skipped, ...] = ()
@@ -261,8 +264,8 @@ class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
         return "\n".join(lines)
 
     def default_runner(self) -> Runner:
-        n = self.options.get("max-concurrent-deletes")
-        return LocalRunner(max_workers=int(n)) if n else LocalRunner()
+        n = self.options.max_concurrent_deletes
+        return LocalRunner(max_workers=n) if n else LocalRunner()
 
     def unit_function(self) -> UnitFunction | None:
         return run_delete_unit
@@ -323,7 +326,7 @@ class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
         self, table: MaintainedTable, result: ExpireSnapshotsResult, io_ref: str
     ) -> list[WorkUnit]:
         pending: FileSet = getattr(self, "_pending", FileSet())
-        n = self.options.get("max-concurrent-deletes")
+        n = self.options.max_concurrent_deletes
         if not pending.files:
             return []
         return delete_units(
@@ -461,7 +464,7 @@ class _ExpireAction:
             now=p.now_ms,
             older_than=p.older_than_ms,
             retain_last=p.retain_last,
-            snapshot_ids=tuple(p.options.get("snapshot-ids") or ()),
+            snapshot_ids=tuple(p.options.snapshot_ids),
             strict=False,
         )
         planned = set(p.expire_snapshot_ids)
@@ -476,7 +479,7 @@ class _ExpireAction:
             if base.snapshot_by_id(sid) is not None
         ]
         self.specs, self.schemas = set(), set()
-        if p.options.get("clean-expired-metadata"):
+        if p.options.clean_expired_metadata:
             specs, schemas = _unused_metadata(ctx.io, base, set(self.expired))
             self.specs = specs & set(p.remove_spec_ids)
             self.schemas = schemas & set(p.remove_schema_ids)
@@ -504,55 +507,22 @@ class _ExpireAction:
         return ()
 
 
-class ExpireSnapshots(MaintenanceOperation[ExpireSnapshotsPlan, ExpireSnapshotsResult]):
-    """``table.maintenance.expire_snapshots(**options)``; see the module docstring."""
+class ExpireSnapshots(
+    MaintenanceOperation[ExpireSnapshotsPlan, ExpireSnapshotsResult, ExpireSnapshotsOptions]
+):
+    """``table.maintenance.expire_snapshots(...)``; see the module docstring."""
 
     OPERATION = "expire_snapshots"
-    OPTIONS = options_of(
-        Option(
-            "older-than",
-            "timestamp",
-            "expire snapshots older than this (default: now - history.expire.max-snapshot-age-ms, 5 days)",
-        ),
-        Option(
-            "retain-last",
-            "int",
-            "ancestors of each branch to keep whatever their age (default: history.expire.min-snapshots-to-keep, 1)",
-        ),
-        Option("snapshot-ids", "int-list", "also expire these snapshots (no ref may point at them)"),
-        Option(
-            "clean-expired-metadata", "bool", "remove partition specs and schemas no retained snapshot uses"
-        ),
-        Option(
-            "max-concurrent-deletes", "int", "at most this many file deletes at once (default: the runner's)"
-        ),
-        Option(
-            "stream-results",
-            "bool",
-            "Iceberg's Spark driver-memory switch; accepted, no effect here: deletes are already "
-            "work units spread by the runner",
-        ),
-    )
-
-    def __init__(self, table: MaintainedTable, **options: object) -> None:
-        super().__init__(table, **options)
-        retain = self.options.get("retain-last")
-        if retain is not None and retain < 1:
-            raise ValidationError(f"expire_snapshots: retain_last must be at least 1, got {retain}")
-        deletes = self.options.get("max-concurrent-deletes")
-        if deletes is not None and deletes < 1:
-            raise ValidationError(
-                f"expire_snapshots: max_concurrent_deletes must be at least 1, got {deletes}"
-            )
 
     def plan(self) -> ExpireSnapshotsPlan:
         md = self.table.metadata
         props = md.table_properties
         now = now_ms()
-        older_than = self.options.get("older-than", now - props.max_snapshot_age_ms)
-        retain_last = self.options.get("retain-last", props.min_snapshots_to_keep)
-        snapshot_ids = tuple(self.options.get("snapshot-ids", ()))
-        clean = bool(self.options.get("clean-expired-metadata", False))
+        o = self.options
+        older_than = o.older_than_ms if o.older_than_ms is not None else now - props.max_snapshot_age_ms
+        retain_last = o.retain_last if o.retain_last is not None else props.min_snapshots_to_keep
+        snapshot_ids = tuple(o.snapshot_ids)
+        clean = o.clean_expired_metadata
         ev = _evaluate(
             md,
             now=now,
@@ -577,14 +547,8 @@ class ExpireSnapshots(MaintenanceOperation[ExpireSnapshotsPlan, ExpireSnapshotsR
         kept = _confine(files, self.table.deletion_scope()) if files.files else []
         groups, complete = _groups(files, PLAN_MAX_PATHS)
         head = md.snapshot_for_ref(MAIN_BRANCH)
-        options: dict[str, Any] = {
-            "older-than": older_than,
-            "retain-last": retain_last,
-            "snapshot-ids": list(snapshot_ids),
-            "clean-expired-metadata": clean,
-        }
-        if "max-concurrent-deletes" in self.options:
-            options["max-concurrent-deletes"] = self.options["max-concurrent-deletes"]
+        # The plan records the values used; ``stream_results`` has no effect and is not kept.
+        options = dataclasses.replace(o, older_than=older_than, retain_last=retain_last, stream_results=None)
         return ExpireSnapshotsPlan(
             **plan_identity(self.table, head.snapshot_id if head else None, options),
             now_ms=now,
@@ -609,5 +573,5 @@ __all__ = [
     "ExpireSnapshots",
     "ExpireSnapshotsPlan",
     "ExpireSnapshotsResult",
-    "FileGroup",
+    "FileKindGroup",
 ]

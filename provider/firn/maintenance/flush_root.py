@@ -9,7 +9,7 @@ table data, so it never conflicts with them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -29,8 +29,9 @@ from firn.maintenance.base import (
     MaintenanceResult,
     plan_identity,
 )
-from firn.maintenance.options import Option, options_of
+from firn.maintenance.options import FlushRootOptions
 from firn.maintenance.runner import UnitResult
+from firn.maintenance.tree_writer import MaintenanceTreeWriter
 from firn.spec import summary as S
 from firn.spec.properties import (
     ROOT_MAX_BYTES,
@@ -38,7 +39,7 @@ from firn.spec.properties import (
     ROOT_MAX_DELETE_VECTORS,
     ROOT_MAX_MANIFEST_DVS,
 )
-from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
+from firn.spec.snapshots import Operation, Snapshot
 from firn.spec.table_metadata import TableMetadata
 
 
@@ -47,6 +48,7 @@ class FlushRootResult(MaintenanceResult):
     """What a committed flush did."""
 
     OPERATION: ClassVar[str] = "flush_root"
+    LINEAGE: ClassVar[Mapping[str, str]] = {"files_added": "leaves_written", "bytes_added": "bytes_written"}
 
     data_files_moved: int = 0
     delete_files_moved: int = 0
@@ -66,6 +68,7 @@ class FlushRootPlan(MaintenancePlan[FlushRootResult]):
 
     OPERATION: ClassVar[str] = "flush_root"
 
+    options: FlushRootOptions
     root_data_files: int
     root_delete_files: int
     root_manifest_dvs: int
@@ -88,7 +91,7 @@ class FlushRootPlan(MaintenancePlan[FlushRootResult]):
             f"{self.root_delete_manifests} delete manifests",
             f"  thresholds: {t.get(ROOT_MAX_DATA_FILES)} data files, {t.get(ROOT_MAX_DELETE_VECTORS)} DVs, "
             f"{t.get(ROOT_MAX_MANIFEST_DVS)} manifest DVs, {t.get(ROOT_MAX_BYTES)} bytes"
-            + (" (forced)" if self.options.get("force") else ""),
+            + (" (forced)" if self.options.force else ""),
         ]
         moves = [
             name
@@ -105,9 +108,7 @@ class FlushRootPlan(MaintenancePlan[FlushRootResult]):
 
     def commit(self, table: MaintainedTable, results: Sequence[UnitResult]) -> FlushRootResult:
         action = _FlushAction(
-            force=bool(self.options.get("force", False)),
-            affiliate=bool(self.options.get("affiliate", True)),
-            branch=str(self.options.get("branch", MAIN_BRANCH)),
+            force=self.options.force, affiliate=self.options.affiliate, branch=self.options.branch
         )
         committed = Transaction(table).add_action(action).commit()
         s = action.stats
@@ -123,20 +124,15 @@ class FlushRootPlan(MaintenancePlan[FlushRootResult]):
         )
 
 
-class _FlushTree:
-    def __init__(self, action: _FlushAction) -> None:
-        self.action = action
-        self._in_use: set[str] = set()
-
-    def write(
+class _FlushTree(MaintenanceTreeWriter["_FlushAction"]):
+    def write_tree(
         self,
         base: TableMetadata,
         parent: Snapshot | None,
-        changes: PendingFiles,
+        ctx: CommitContext,
         snapshot_id: int,
         sequence_number: int,
-        ctx: CommitContext,
-    ) -> TreeResult:
+    ) -> tuple[TreeResult, set[str]]:
         from firn.manifests.v4_io import write_v4_manifest
 
         root = root_for_next_snapshot(root_table(ctx.io, base, parent))
@@ -154,7 +150,6 @@ class _FlushTree:
         location = root_location(base, snapshot_id, ctx.attempt)
         ctx.written.append(location)
         size = write_v4_manifest(ctx.io, location, root, "root")
-        self._in_use = {location, *stats.leaves}
         extra = {
             S.FLUSHED_DATA_FILES: str(stats.data_files_moved),
             S.FLUSHED_DELETE_FILES: str(stats.delete_files_moved),
@@ -163,12 +158,10 @@ class _FlushTree:
             S.ROOT_MANIFEST_SIZE: str(size),
             S.ROOT_ENTRIES: str(root.num_rows),
         }
-        return TreeResult(
+        result = TreeResult(
             root_manifest=location, added_rows=0 if base.tracks_row_lineage else None, summary_extra=extra
         )
-
-    def files_in_use(self) -> set[str]:
-        return set(self._in_use)
+        return result, {location, *stats.leaves}
 
 
 class _FlushAction(SnapshotProducer):
@@ -195,18 +188,13 @@ class _FlushAction(SnapshotProducer):
         return super().apply(base, ctx)
 
 
-class FlushRoot(MaintenanceOperation[FlushRootPlan, FlushRootResult]):
+class FlushRoot(MaintenanceOperation[FlushRootPlan, FlushRootResult, FlushRootOptions]):
     """``table.maintenance.flush_root(force=False, affiliate=True, branch="main")``."""
 
     OPERATION = "flush_root"
-    OPTIONS = options_of(
-        Option("force", "bool", "move every root entry, whatever the commit.root.* thresholds"),
-        Option("affiliate", "bool", "write delete manifests affiliated with one data manifest"),
-        Option("branch", "str", "the branch whose root to flush (default main)"),
-    )
 
-    def __init__(self, table: MaintainedTable, **options: object) -> None:
-        super().__init__(table, **options)
+    def __init__(self, table: MaintainedTable, options: FlushRootOptions) -> None:
+        super().__init__(table, options)
         if not table.metadata.uses_root_manifest:
             raise Unsupported(
                 f"{table.name} is format version {table.metadata.format_version}; root flush needs a "
@@ -215,18 +203,12 @@ class FlushRoot(MaintenanceOperation[FlushRootPlan, FlushRootResult]):
 
     def plan(self) -> FlushRootPlan:
         md = self.table.metadata
-        branch = str(self.options.get("branch", MAIN_BRANCH))
-        force = bool(self.options.get("force", False))
-        snap = md.snapshot_for_ref(branch)
+        snap = md.snapshot_for_ref(self.options.branch)
         counts = root_counts(root_for_next_snapshot(root_table(self.table.io, md, snap)))
-        d = flush_decision(counts, md, force=force)
+        d = flush_decision(counts, md, force=self.options.force)
         p = md.table_properties
         return FlushRootPlan(
-            **plan_identity(
-                self.table,
-                snap.snapshot_id if snap else None,
-                {"force": force, "affiliate": bool(self.options.get("affiliate", True)), "branch": branch},
-            ),
+            **plan_identity(self.table, snap.snapshot_id if snap else None, self.options),
             root_data_files=counts.data_files,
             root_delete_files=counts.delete_files,
             root_manifest_dvs=counts.manifest_dvs,

@@ -1,18 +1,10 @@
-"""The names of the maintenance operations, in one place.
+"""The names of the maintenance operations, and the order a nightly run takes them in.
 
-``table.maintenance.<method>(**options)`` is how every operation is reached. The CLI
-(``firn maintain <name>``) and the Spark job (``spark-submit ... <name>``) use short names;
-:data:`SHORT_NAMES` maps them to methods, and :func:`resolve` picks the method for a table
-(on v2 tables, which have no deletion vectors, ``rewrite-dvs`` runs
-``rewrite_position_delete_files``) and fails clearly when this build of Firn lacks it.
+Everything else about an operation (its short name, classes, fallback on older format
+versions, lineage figures) is declared once in :mod:`firn.maintenance.registry`.
 """
 
 from __future__ import annotations
-
-from typing import Any
-
-from firn.errors import Unsupported, ValidationError
-from firn.spec.versions import MIN_FORMAT_VERSION_DELETION_VECTORS
 
 REWRITE_DELETION_VECTORS = "rewrite_deletion_vectors"
 REWRITE_POSITION_DELETE_FILES = "rewrite_position_delete_files"
@@ -36,43 +28,6 @@ NIGHTLY_ORDER = (
     REMOVE_ORPHAN_FILES,
 )
 
-# Short names (CLI subcommands, Spark job operations) -> ``table.maintenance`` methods.
-SHORT_NAMES = {
-    "rewrite-dvs": REWRITE_DELETION_VECTORS,
-    "compact": REWRITE_DATA_FILES,
-    "flush": FLUSH_ROOT,
-    "rewrite-manifests": REWRITE_MANIFESTS,
-    "expire": EXPIRE_SNAPSHOTS,
-    "orphans": REMOVE_ORPHAN_FILES,
-}
-SHORT_NAME_OF = {method: short for short, method in SHORT_NAMES.items()}
-
-# Operations that have another method on tables below a format version.
-_BELOW_DELETION_VECTORS = {REWRITE_DELETION_VECTORS: REWRITE_POSITION_DELETE_FILES}
-
-
-def method_name(operation: str, format_version: int) -> str:
-    """The ``table.maintenance`` method that runs ``operation`` (a method or short name) on a
-    table of ``format_version``."""
-    method = SHORT_NAMES.get(operation, operation)
-    if method not in SHORT_NAME_OF and method != REWRITE_POSITION_DELETE_FILES:
-        known = ", ".join([*SHORT_NAMES, *NIGHTLY_ORDER])
-        raise ValidationError(f"unknown maintenance operation {operation!r}; known: {known}")
-    if format_version < MIN_FORMAT_VERSION_DELETION_VECTORS:
-        method = _BELOW_DELETION_VECTORS.get(method, method)
-    return method
-
-
-def resolve(maintenance: object, operation: str, format_version: int, options: dict[str, Any]) -> Any:
-    """``maintenance.<method>(**options)`` for ``operation`` (see :func:`method_name`);
-    ``Unsupported`` when this build has no such method."""
-    method = method_name(operation, format_version)
-    factory = getattr(maintenance, method, None)
-    if factory is None or not callable(factory):
-        raise Unsupported(f"table.maintenance.{method} is not available in this build of firn")
-    return factory(**options)
-
-
 __all__ = [
     "EXPIRE_SNAPSHOTS",
     "FLUSH_ROOT",
@@ -82,8 +37,4 @@ __all__ = [
     "REWRITE_DELETION_VECTORS",
     "REWRITE_MANIFESTS",
     "REWRITE_POSITION_DELETE_FILES",
-    "SHORT_NAMES",
-    "SHORT_NAME_OF",
-    "method_name",
-    "resolve",
 ]

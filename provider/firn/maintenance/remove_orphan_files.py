@@ -1,6 +1,6 @@
 """Orphan file removal (Iceberg's ``remove_orphan_files`` procedure), in two phases.
 
-``table.maintenance.remove_orphan_files(older_than=..., location=..., dry_run=...,
+``table.maintenance.remove_orphan_files(older_than=..., location=..., delete=...,
 prefix_mismatch_mode=..., equal_schemes=..., equal_authorities=..., max_concurrent_deletes=...,
 force=...)`` (Iceberg's ``stream_results`` and ``prefix_listing`` are accepted and change
 nothing; its Spark-only ``file_list_view`` is not an option here) lists the files under
@@ -29,8 +29,8 @@ Two phases (in the manner of S3 Tables; ``firn.maintenance.orphan_record``). A r
 deletes what it finds for the first time: it *records* new orphans with the time it first
 saw them, and deletes only orphans an earlier run recorded at least ``orphans.grace`` ago (a
 table property, default ``1d``) that are still unreferenced and unchanged. A recorded file
-that is referenced again, gone or changed is dropped from the record. ``dry_run`` (the
-default, as in Iceberg) plans both lists and writes nothing; with ``dry_run=False`` the run
+that is referenced again, gone or changed is dropped from the record. By default (Iceberg's
+``dry-run``, which is ``delete=False``) a run lists both and writes nothing; with ``delete=True`` the run
 deletes the due orphans as ``delete-files`` work units (after the references are checked again
 against the table as it is then), then writes the record.
 
@@ -48,12 +48,13 @@ import datetime as dt
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 from firn.errors import ValidationError
 from firn.io.base import FileInfo, FileIO
 from firn.maintenance.base import (
+    DELETION_LINEAGE,
     MaintainedTable,
     MaintenanceOperation,
     MaintenancePlan,
@@ -62,7 +63,7 @@ from firn.maintenance.base import (
     plan_identity,
 )
 from firn.maintenance.file_deletion import delete_units, run_delete_unit, tally
-from firn.maintenance.options import Option, options_of
+from firn.maintenance.options import RemoveOrphanFilesOptions
 from firn.maintenance.orphan_record import (
     OrphanFile,
     RecordedOrphan,
@@ -82,14 +83,13 @@ DAY_MS = 24 * 3600 * 1000
 DEFAULT_OLDER_THAN_MS = 3 * DAY_MS  # Java: TimeUnit.DAYS.toMillis(3)
 MIN_OLDER_THAN_MS = DAY_MS  # younger cut-offs need force=True
 DEFAULT_EQUAL_SCHEMES = {"s3n,s3a": "s3"}
-PREFIX_MISMATCH_MODES = ("ERROR", "IGNORE", "DELETE")
 VERSION_HINT = "version-hint.text"
 
 
 # Paths a plan lists per kept or unrecorded reason, past which it only counts (plans are JSON).
 PLAN_MAX_LISTED = 1000
 # How to turn a dry run off, per interface (the CLI swaps one for the other in what it prints).
-DRY_RUN_HINT_PYTHON = "pass dry_run=False"
+DRY_RUN_HINT_PYTHON = "pass delete=True"
 DRY_RUN_HINT_CLI = "pass -o dry-run=false"
 
 
@@ -107,6 +107,7 @@ class RemoveOrphanFilesResult(MaintenanceResult):
     dry run records and deletes nothing (the counts say what it would do)."""
 
     OPERATION: ClassVar[str] = "remove_orphan_files"
+    LINEAGE: ClassVar[Mapping[str, str]] = DELETION_LINEAGE
 
     dry_run: bool = True
     orphan_file_locations: tuple[str, ...] = ()
@@ -143,6 +144,7 @@ class RemoveOrphanFilesPlan(MaintenancePlan[RemoveOrphanFilesResult]):
 
     OPERATION: ClassVar[str] = "remove_orphan_files"
 
+    options: RemoveOrphanFilesOptions
     now_ms: int
     older_than_ms: int
     location: str
@@ -216,8 +218,8 @@ class RemoveOrphanFilesPlan(MaintenancePlan[RemoveOrphanFilesResult]):
         return "\n".join(lines)
 
     def default_runner(self) -> Runner:
-        n = self.options.get("max-concurrent-deletes")
-        return LocalRunner(max_workers=int(n)) if n else LocalRunner()
+        n = self.options.max_concurrent_deletes
+        return LocalRunner(max_workers=n) if n else LocalRunner()
 
     def unit_function(self) -> UnitFunction | None:
         return run_delete_unit
@@ -264,7 +266,7 @@ class RemoveOrphanFilesPlan(MaintenancePlan[RemoveOrphanFilesResult]):
         pending: list[RecordedOrphan] = getattr(self, "_pending", [])
         if not pending:
             return []
-        n = self.options.get("max-concurrent-deletes")
+        n = self.options.max_concurrent_deletes
         return delete_units(
             {"orphan_files": {o.path: o.size for o in pending}},
             scope=table.deletion_scope(),
@@ -465,58 +467,20 @@ def _hidden(relative: str, partition_names: set[str]) -> bool:
     return False
 
 
-class RemoveOrphanFiles(MaintenanceOperation[RemoveOrphanFilesPlan, RemoveOrphanFilesResult]):
-    """``table.maintenance.remove_orphan_files(**options)``; see the module docstring."""
+class RemoveOrphanFiles(
+    MaintenanceOperation[RemoveOrphanFilesPlan, RemoveOrphanFilesResult, RemoveOrphanFilesOptions]
+):
+    """``table.maintenance.remove_orphan_files(...)``; see the module docstring."""
 
     OPERATION = "remove_orphan_files"
-    OPTIONS = options_of(
-        Option("older-than", "timestamp", "only files last modified before this (default: now - 3 days)"),
-        Option("location", "str", "the directory to list (default: the table location)"),
-        Option("dry-run", "bool", "only report the orphans (default: true)"),
-        Option(
-            "max-concurrent-deletes", "int", "at most this many file deletes at once (default: the runner's)"
-        ),
-        Option(
-            "prefix-mismatch-mode",
-            "str",
-            "a path referenced with another scheme/authority: ERROR (default), IGNORE or DELETE",
-        ),
-        Option("equal-schemes", "str-map", 'schemes to treat as equal (default {"s3n,s3a": "s3"})'),
-        Option("equal-authorities", "str-map", "authorities to treat as equal"),
-        Option("force", "bool", "allow an older_than less than a day ago"),
-        Option(
-            "stream-results",
-            "bool",
-            "Iceberg's Spark driver-memory switch; accepted, no effect here: deletes are already "
-            "work units spread by the runner",
-        ),
-        Option(
-            "prefix-listing",
-            "bool",
-            "Iceberg's switch to prefix listing; accepted, no effect here: listing always goes "
-            "through the FileIO's prefix listing",
-        ),
-    )
 
-    def __init__(self, table: MaintainedTable, **options: object) -> None:
-        super().__init__(table, **options)
-        mode = str(self.options.get("prefix-mismatch-mode", "ERROR")).strip().upper()
-        if mode not in PREFIX_MISMATCH_MODES:
-            raise ValidationError(
-                f"remove_orphan_files: prefix_mismatch_mode must be one of {list(PREFIX_MISMATCH_MODES)}, "
-                f"got {self.options['prefix-mismatch-mode']!r}"
-            )
-        self.options["prefix-mismatch-mode"] = mode
-        deletes = self.options.get("max-concurrent-deletes")
-        if deletes is not None and deletes < 1:
-            raise ValidationError(
-                f"remove_orphan_files: max_concurrent_deletes must be at least 1, got {deletes}"
-            )
+    def __init__(self, table: MaintainedTable, options: RemoveOrphanFilesOptions) -> None:
+        super().__init__(table, options)
         self._check_older_than(now_ms())
 
     def _check_older_than(self, now: int) -> None:
-        older_than = self.options.get("older-than")
-        if older_than is not None and older_than > now - MIN_OLDER_THAN_MS and not self.options.get("force"):
+        older_than = self.options.older_than_ms
+        if older_than is not None and older_than > now - MIN_OLDER_THAN_MS and not self.options.force:
             raise ValidationError(
                 f"remove_orphan_files on {self.table.name}: older_than {older_than} is less than a day ago; "
                 "files that young may belong to a commit in flight and deleting them would corrupt the table. "
@@ -528,12 +492,13 @@ class RemoveOrphanFiles(MaintenanceOperation[RemoveOrphanFilesPlan, RemoveOrphan
         md = self.table.metadata
         now = now_ms()
         self._check_older_than(now)
-        older_than = int(self.options.get("older-than", now - DEFAULT_OLDER_THAN_MS))
-        location = str(self.options.get("location", md.location)).rstrip("/")
-        dry_run = bool(self.options.get("dry-run", True))
-        mode = str(self.options["prefix-mismatch-mode"])
-        schemes = dict(self.options.get("equal-schemes", DEFAULT_EQUAL_SCHEMES))
-        authorities = dict(self.options.get("equal-authorities", {}))
+        o = self.options
+        older_than = o.older_than_ms if o.older_than_ms is not None else now - DEFAULT_OLDER_THAN_MS
+        location = (o.location if o.location is not None else md.location).rstrip("/")
+        dry_run = not o.delete
+        mode = o.prefix_mismatch_mode
+        schemes = dict(o.equal_schemes if o.equal_schemes is not None else DEFAULT_EQUAL_SCHEMES)
+        authorities = dict(o.equal_authorities or {})
         matcher = _Matcher(schemes, authorities)
         referenced = matcher.add_all(_referenced(self.table, md, location))
         scope = self.table.deletion_scope()
@@ -550,17 +515,16 @@ class RemoveOrphanFiles(MaintenanceOperation[RemoveOrphanFilesPlan, RemoveOrphan
             )
         phases = _phases(found, records, location_key(location), now=now, grace_ms=grace)
         head = md.snapshot_for_ref(MAIN_BRANCH)
-        options: dict[str, Any] = {
-            "older-than": older_than,
-            "location": location,
-            "dry-run": dry_run,
-            "prefix-mismatch-mode": mode,
-            "equal-schemes": schemes,
-            "equal-authorities": authorities,
-            "force": bool(self.options.get("force", False)),
-        }
-        if "max-concurrent-deletes" in self.options:
-            options["max-concurrent-deletes"] = self.options["max-concurrent-deletes"]
+        # The plan records the values used; the switches with no effect are not kept.
+        options = dataclasses.replace(
+            o,
+            older_than=older_than,
+            location=location,
+            equal_schemes=schemes,
+            equal_authorities=authorities,
+            stream_results=None,
+            prefix_listing=None,
+        )
         return RemoveOrphanFilesPlan(
             **plan_identity(self.table, head.snapshot_id if head else None, options),
             now_ms=now,

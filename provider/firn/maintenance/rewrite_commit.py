@@ -44,6 +44,7 @@ from firn.deletes.writers import referenced_data_file_of
 from firn.errors import CommitStateUnknown, FirnError, ValidationConflict
 from firn.io.deletion import delete_quietly
 from firn.maintenance.delete_carryover import CarriedDeletes, carry_over
+from firn.maintenance.rewrite_planning import commit_batches
 from firn.spec import summary as S
 from firn.spec.content import DataFile, FileContent
 from firn.spec.deletion_scope import DeletionScope
@@ -453,6 +454,53 @@ def commit_groups(
     )
 
 
+@dataclass
+class BatchedCommits:
+    """What :func:`commit_in_batches` committed: the snapshots, the groups that landed and how
+    many commits failed as a whole."""
+
+    snapshot_ids: list[int] = field(default_factory=list)
+    committed: list[GroupChange] = field(default_factory=list)
+    failed_commits: int = 0
+    carried_rows: int = 0
+
+
+def commit_in_batches(
+    table: TableHandle,
+    changes: Sequence[GroupChange],
+    max_commits: int,
+    *,
+    operation: str,
+    starting_snapshot_id: int | None,
+    data_sequence_number: int | None,
+    branch: str,
+    failed: dict[int, str],
+    failed_before: Mapping[int, str] | None = None,
+    snapshot_properties: Mapping[str, str] | None = None,
+) -> BatchedCommits:
+    """Commit ``changes`` in at most ``max_commits`` ``replace`` snapshots (partial progress),
+    each with :func:`commit_groups`; the groups a commit drops are added to ``failed``."""
+    out = BatchedCommits()
+    for batch in commit_batches(changes, max_commits):
+        outcome = commit_groups(
+            table,
+            batch,
+            starting_snapshot_id=starting_snapshot_id,
+            data_sequence_number=data_sequence_number,
+            branch=branch,
+            snapshot_properties={S.MAINTENANCE_OPERATION: operation, **(snapshot_properties or {})},
+            failed_before=failed_before,
+        )
+        if outcome.snapshot_id is not None:
+            out.snapshot_ids.append(outcome.snapshot_id)
+        else:
+            out.failed_commits += 1
+        out.committed += outcome.committed
+        out.carried_rows += outcome.carried_rows
+        failed.update(outcome.failed)
+    return out
+
+
 def groups_committed_by(metadata: TableMetadata, branch: str, since: int | None, run_id: str) -> set[int]:
     """The file groups that commits of run ``run_id`` landed on ``branch`` after snapshot
     ``since`` (the snapshot the run planned on)."""
@@ -467,4 +515,12 @@ def groups_committed_by(metadata: TableMetadata, branch: str, since: int | None,
     return done
 
 
-__all__ = ["BatchOutcome", "GroupChange", "RewriteFiles", "commit_groups", "groups_committed_by"]
+__all__ = [
+    "BatchOutcome",
+    "BatchedCommits",
+    "GroupChange",
+    "RewriteFiles",
+    "commit_groups",
+    "commit_in_batches",
+    "groups_committed_by",
+]

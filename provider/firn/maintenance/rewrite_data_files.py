@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -54,21 +54,13 @@ from firn.maintenance.base import (
 )
 from firn.maintenance.dangling_deletes import dangling_deletes
 from firn.maintenance.data_file_rewriter import UNIT_KIND, parse_sort_order, rewrite_file_group
-from firn.maintenance.options import Option, options_of
-from firn.maintenance.rewrite_commit import GroupChange, commit_groups, groups_committed_by
+from firn.maintenance.options import RewriteDataFilesOptions
+from firn.maintenance.rewrite_commit import GroupChange, commit_groups, commit_in_batches, groups_committed_by
 from firn.maintenance.rewrite_planning import (
-    DEFAULT_DELETE_FILE_THRESHOLD,
-    DEFAULT_DELETE_RATIO_THRESHOLD,
-    DEFAULT_MAX_CONCURRENT_GROUP_REWRITES,
-    DEFAULT_MAX_FILE_GROUP_SIZE_BYTES,
-    DEFAULT_MIN_INPUT_FILES,
-    DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,
-    JOB_ORDERS,
     FileGroup,
     FileSizes,
     GroupFile,
     branch_scan,
-    commit_batches,
     delete_ratio,
     live_delete_entries,
     order_groups,
@@ -105,6 +97,13 @@ class RewriteDataFilesResult(MaintenanceResult):
     """What a compaction did (Iceberg's procedure output, plus commits and failed groups)."""
 
     OPERATION: ClassVar[str] = "rewrite_data_files"
+    LINEAGE: ClassVar[Mapping[str, str]] = {
+        "files_rewritten": "rewritten_data_files_count",
+        "bytes_rewritten": "rewritten_bytes_count",
+        "records_rewritten": "rewritten_records",
+        "files_added": "added_data_files_count",
+        "bytes_added": "added_bytes_count",
+    }
 
     rewritten_data_files_count: int = 0
     added_data_files_count: int = 0
@@ -129,6 +128,7 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
 
     OPERATION: ClassVar[str] = "rewrite_data_files"
 
+    options: RewriteDataFilesOptions
     branch: str
     strategy: str
     output_spec_id: int
@@ -141,7 +141,7 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
 
     @property
     def is_noop(self) -> bool:
-        return not self.groups and not self.options.get("remove-dangling-deletes", False)
+        return not self.groups and not self.options.remove_dangling_deletes
 
     @property
     def rewritten_files(self) -> int:
@@ -208,16 +208,13 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
     def execute(self, table: MaintainedTable, runner: Runner | None = None) -> RewriteDataFilesResult:
         """Run the plan; without a runner, ``max-concurrent-file-group-rewrites`` groups at a time."""
         if runner is None:
-            workers = self.options.get(
-                "max-concurrent-file-group-rewrites", DEFAULT_MAX_CONCURRENT_GROUP_REWRITES
-            )
-            runner = LocalRunner(int(workers))
+            runner = LocalRunner(self.options.max_concurrent_file_group_rewrites)
         return super().execute(table, runner)
 
     # -- committing -----------------------------------------------------------------------------------
     def commit(self, table: MaintainedTable, results: Sequence[UnitResult]) -> RewriteDataFilesResult:
         groups = {g.group_id: g for g in self.groups}
-        partial = bool(self.options.get("partial-progress.enabled", False))
+        partial = self.options.partial_progress_enabled
         changes: list[GroupChange] = []
         failed: list[FailedGroup] = []
         errors = [r for r in results if r.get("error")]
@@ -238,44 +235,31 @@ class RewriteDataFilesPlan(MaintenancePlan[RewriteDataFilesResult]):
                 )
                 continue
             changes.append(_group_change(g, r))
-        max_commits = (
-            int(self.options.get("partial-progress.max-commits", DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS))
-            if partial
-            else 1
+        max_commits = self.options.partial_progress_max_commits if partial else 1
+        dropped: dict[int, str] = {}
+        done = commit_in_batches(
+            table,
+            changes,
+            max_commits,
+            operation=self.OPERATION,
+            starting_snapshot_id=self.snapshot_id,
+            data_sequence_number=self.data_sequence_number,
+            branch=self.branch,
+            failed=dropped,
+            snapshot_properties={S.MAINTENANCE_RUN_ID: self.run_id},
         )
-        snapshot_ids: list[int] = []
-        committed: list[GroupChange] = []
-        failed_commits = 0
-        carried = 0
-        for batch in commit_batches(changes, max_commits):
-            outcome = commit_groups(
-                table,
-                batch,
-                starting_snapshot_id=self.snapshot_id,
-                data_sequence_number=self.data_sequence_number,
-                branch=self.branch,
-                snapshot_properties={
-                    S.MAINTENANCE_OPERATION: self.OPERATION,
-                    S.MAINTENANCE_RUN_ID: self.run_id,
-                },
-            )
-            if outcome.snapshot_id is not None:
-                snapshot_ids.append(outcome.snapshot_id)
-            else:
-                failed_commits += 1
-            committed += outcome.committed
-            carried += outcome.carried_rows
-            for gid, reason in outcome.failed.items():
-                g = groups[gid]
-                failed.append(
-                    FailedGroup(group_id=gid, partition=g.partition, files=len(g.files), reason=reason)
-                )
+        snapshot_ids, committed, failed_commits = done.snapshot_ids, done.committed, done.failed_commits
+        carried = done.carried_rows
+        for gid, reason in dropped.items():
+            g = groups[gid]
+            failed.append(FailedGroup(group_id=gid, partition=g.partition, files=len(g.files), reason=reason))
         dangling = 0
-        if self.options.get("remove-dangling-deletes", False):
+        if self.options.remove_dangling_deletes:
             sid, dangling = _remove_dangling(table, self.branch)
             if sid is not None:
                 snapshot_ids.append(sid)
-        max_failed = int(self.options.get("partial-progress.max-failed-commits", max_commits))
+        max_failed = self.options.partial_progress_max_failed_commits
+        max_failed = max_commits if max_failed is None else max_failed
         if partial and failed_commits > max_failed:
             raise FirnError(
                 f"rewrite_data_files on {self.table}: {failed_commits} commits failed (more than "
@@ -369,107 +353,48 @@ def _remove_dangling(table: MaintainedTable, branch: str) -> tuple[int | None, i
     return outcome.snapshot_id, len(found) if outcome.snapshot_id is not None else 0
 
 
-class RewriteDataFiles(MaintenanceOperation[RewriteDataFilesPlan, RewriteDataFilesResult]):
-    """``table.maintenance.rewrite_data_files(**options)``: Iceberg's options, ``_`` for ``-``
+class RewriteDataFiles(
+    MaintenanceOperation[RewriteDataFilesPlan, RewriteDataFilesResult, RewriteDataFilesOptions]
+):
+    """``table.maintenance.rewrite_data_files(...)``: Iceberg's options as typed keywords
     (``min_input_files=2``, ``target_file_size_bytes=...``, ``partial_progress_enabled=True``)."""
 
     OPERATION = "rewrite_data_files"
-    OPTIONS = options_of(
-        Option("strategy", "str", "binpack (default) or sort", choices=("binpack", "sort")),
-        Option("sort-order", "str", "sort strategy order: 'id DESC NULLS LAST,name' (default: the table's)"),
-        Option("where", "str", "only files that may hold rows matching this filter"),
-        Option("branch", "str", "the branch to compact (default main)"),
-        Option("target-file-size-bytes", "int", "output file size (default write.target-file-size-bytes)"),
-        Option("min-file-size-bytes", "int", "files below this are candidates (default 0.75x target)"),
-        Option("max-file-size-bytes", "int", "files above this are candidates (default 1.8x target)"),
-        Option("min-input-files", "int", "a group with this many files is rewritten (default 5)"),
-        Option(
-            "delete-file-threshold",
-            "int",
-            "a file with this many deletes is a candidate (default Integer.MAX)",
-        ),
-        Option(
-            "delete-ratio-threshold", "float", "a file with this deleted share is a candidate (default 0.3)"
-        ),
-        Option("max-file-group-size-bytes", "int", "largest group (default 100 GB)"),
-        Option("max-files-to-rewrite", "int", "rewrite at most this many files"),
-        Option("rewrite-all", "bool", "rewrite every selected file, ignoring the criteria"),
-        Option("partial-progress.enabled", "bool", "commit groups in several snapshots"),
-        Option("partial-progress.max-commits", "int", "at most this many commits (default 10)"),
-        Option(
-            "partial-progress.max-failed-commits", "int", "fail when more commits fail (default max-commits)"
-        ),
-        Option(
-            "max-concurrent-file-group-rewrites",
-            "int",
-            "groups rewritten at once by the local runner (default 5)",
-        ),
-        Option(
-            "use-starting-sequence-number",
-            "bool",
-            "outputs keep the starting data sequence number (default true)",
-        ),
-        Option("output-spec-id", "int", "partition spec of the outputs (default: the current one)"),
-        Option("remove-dangling-deletes", "bool", "then remove delete files no live data file needs"),
-        Option("rewrite-job-order", "str", "group order", choices=JOB_ORDERS),
-    )
 
-    def _resolved(self) -> dict[str, Any]:
-        o = dict(self.options)
+    def _resolved(self) -> tuple[RewriteDataFilesOptions, FileSizes]:
+        """The options with the table's defaults filled in, and the file sizes they give."""
+        o = self.options
         md = self.table.metadata
         sizes = FileSizes.resolve(o, md.table_properties.write_target_file_size_bytes, self.OPERATION)
-        strategy = o.get("strategy") or ("sort" if o.get("sort-order") else "binpack")
-        out: dict[str, Any] = {
-            "strategy": strategy,
-            "branch": o.get("branch", MAIN_BRANCH),
-            "target-file-size-bytes": sizes.target,
-            "min-file-size-bytes": sizes.min,
-            "max-file-size-bytes": sizes.max,
-            "min-input-files": o.get("min-input-files", DEFAULT_MIN_INPUT_FILES),
-            "delete-file-threshold": o.get("delete-file-threshold", DEFAULT_DELETE_FILE_THRESHOLD),
-            "delete-ratio-threshold": o.get("delete-ratio-threshold", DEFAULT_DELETE_RATIO_THRESHOLD),
-            "max-file-group-size-bytes": o.get(
-                "max-file-group-size-bytes", DEFAULT_MAX_FILE_GROUP_SIZE_BYTES
-            ),
-            "rewrite-all": o.get("rewrite-all", False),
-            "partial-progress.enabled": o.get("partial-progress.enabled", False),
-            "partial-progress.max-commits": o.get(
-                "partial-progress.max-commits", DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS
-            ),
-            "max-concurrent-file-group-rewrites": o.get(
-                "max-concurrent-file-group-rewrites", DEFAULT_MAX_CONCURRENT_GROUP_REWRITES
-            ),
-            "use-starting-sequence-number": o.get("use-starting-sequence-number", True),
-            "output-spec-id": o.get("output-spec-id", md.default_spec_id),
-            "remove-dangling-deletes": o.get("remove-dangling-deletes", False),
-            "rewrite-job-order": o.get("rewrite-job-order", "none"),
-        }
-        out["partial-progress.max-failed-commits"] = o.get(
-            "partial-progress.max-failed-commits", out["partial-progress.max-commits"]
+        strategy = o.strategy or ("sort" if o.sort_order else "binpack")
+        output_spec_id = md.default_spec_id if o.output_spec_id is None else o.output_spec_id
+        max_failed = o.partial_progress_max_failed_commits
+        resolved = dataclasses.replace(
+            o,
+            strategy=strategy,
+            target_file_size_bytes=sizes.target,
+            min_file_size_bytes=sizes.min,
+            max_file_size_bytes=sizes.max,
+            output_spec_id=output_spec_id,
+            partial_progress_max_failed_commits=o.partial_progress_max_commits
+            if max_failed is None
+            else max_failed,
         )
-        for key in ("where", "sort-order", "max-files-to-rewrite"):
-            if key in o:
-                out[key] = o[key]
-        for key in ("min-input-files", "partial-progress.max-commits", "max-concurrent-file-group-rewrites"):
-            if int(out[key]) < 1:
-                raise ValidationError(f"{self.OPERATION}: {key} must be at least 1, got {out[key]}")
-        if out["max-file-group-size-bytes"] < 1:
-            raise ValidationError(f"{self.OPERATION}: max-file-group-size-bytes must be positive")
-        if out["output-spec-id"] not in md.specs:
+        if output_spec_id not in md.specs:
             raise ValidationError(
-                f"{self.OPERATION}: {self.table.name} has no partition spec {out['output-spec-id']}; "
+                f"{self.OPERATION}: {self.table.name} has no partition spec {output_spec_id}; "
                 f"specs: {sorted(md.specs)}"
             )
-        return out
+        return resolved, sizes
 
-    def _sort_order(self, o: dict[str, Any]) -> SortOrder | None:
-        if o["strategy"] != "sort":
-            if "sort-order" in o:
+    def _sort_order(self, o: RewriteDataFilesOptions) -> SortOrder | None:
+        if o.strategy != "sort":
+            if o.sort_order is not None:
                 raise ValidationError(f"{self.OPERATION}: sort_order needs strategy 'sort'")
             return None
         md = self.table.metadata
-        if "sort-order" in o:
-            return parse_sort_order(md.schema(), o["sort-order"], existing=md.sort_orders)
+        if o.sort_order is not None:
+            return parse_sort_order(md.schema(), o.sort_order, existing=md.sort_orders)
         order = md.sort_order()
         if order.is_unsorted:
             raise ValidationError(
@@ -478,30 +403,32 @@ class RewriteDataFiles(MaintenanceOperation[RewriteDataFilesPlan, RewriteDataFil
         return order
 
     def plan(self) -> RewriteDataFilesPlan:
-        o = self._resolved()
+        o, sizes = self._resolved()
         md = self.table.metadata
         order = self._sort_order(o)
-        snap = md.snapshot_for_ref(o["branch"])
-        if snap is None and o["branch"] != MAIN_BRANCH and md.refs.get(o["branch"]) is None:
-            raise ValidationError(f"{self.OPERATION}: {self.table.name} has no branch {o['branch']!r}")
-        where = to_expression(o.get("where"))
+        snap = md.snapshot_for_ref(o.branch)
+        if snap is None and o.branch != MAIN_BRANCH and md.refs.get(o.branch) is None:
+            raise ValidationError(f"{self.OPERATION}: {self.table.name} has no branch {o.branch!r}")
+        where = to_expression(o.where)
         bind(md.schema(), where)
-        tasks = branch_scan(self.table, o["branch"], where).plan_files() if snap else []
-        groups, skipped = _plan_groups(md, list(tasks), o)
+        tasks = branch_scan(self.table, o.branch, where).plan_files() if snap else []
+        groups, skipped = _plan_groups(
+            md, list(tasks), o, sizes, md.default_spec_id if o.output_spec_id is None else o.output_spec_id
+        )
         seq = None
         if (
             snap is not None
-            and o["use-starting-sequence-number"]
+            and o.use_starting_sequence_number
             and md.format_version >= MIN_FORMAT_VERSION_SEQUENCE_NUMBERS
         ):
             seq = snap.sequence_number
         return RewriteDataFilesPlan(
             **plan_identity(self.table, snap.snapshot_id if snap else None, o),
-            branch=o["branch"],
-            strategy=o["strategy"],
-            output_spec_id=int(o["output-spec-id"]),
+            branch=o.branch,
+            strategy=o.strategy or "binpack",
+            output_spec_id=md.default_spec_id if o.output_spec_id is None else o.output_spec_id,
             sort_order=sort_order_to_json(order) if order is not None else None,
-            target_file_size_bytes=int(o["target-file-size-bytes"]),
+            target_file_size_bytes=sizes.target,
             data_sequence_number=seq,
             groups=tuple(groups),
             files_scanned=len(tasks),
@@ -509,17 +436,15 @@ class RewriteDataFiles(MaintenanceOperation[RewriteDataFilesPlan, RewriteDataFil
         )
 
 
-def _plan_groups(md: Any, tasks: list[Any], o: dict[str, Any]) -> tuple[list[FileGroup], list[Skipped]]:
+def _plan_groups(
+    md: Any, tasks: list[Any], o: RewriteDataFilesOptions, sizes: FileSizes, out_spec: int
+) -> tuple[list[FileGroup], list[Skipped]]:
     """Java's bin-pack planning, per partition of the output spec (files of other specs are
     planned together, as Java does, since they may hold rows of several partitions)."""
-    sizes = FileSizes(
-        target=o["target-file-size-bytes"], min=o["min-file-size-bytes"], max=o["max-file-size-bytes"]
-    )
-    out_spec = int(o["output-spec-id"])
-    rewrite_all = bool(o["rewrite-all"])
-    min_inputs = int(o["min-input-files"])
-    delete_threshold = int(o["delete-file-threshold"])
-    ratio_threshold = float(o["delete-ratio-threshold"])
+    rewrite_all = o.rewrite_all
+    min_inputs = o.min_input_files
+    delete_threshold = o.delete_file_threshold
+    ratio_threshold = o.delete_ratio_threshold
 
     def too_many_deletes(t: Any) -> bool:
         return len(t.delete_files) >= delete_threshold
@@ -555,7 +480,7 @@ def _plan_groups(md: Any, tasks: list[Any], o: dict[str, Any]) -> tuple[list[Fil
             ]
         )
         kept = 0
-        for bin_ in pack(selected, lambda t: t.file.file_size_in_bytes, int(o["max-file-group-size-bytes"])):
+        for bin_ in pack(selected, lambda t: t.file.file_size_in_bytes, o.max_file_group_size_bytes):
             size = sum(t.file.file_size_in_bytes for t in bin_)
             keep = rewrite_all or (
                 (len(bin_) > 1 and len(bin_) >= min_inputs)
@@ -581,11 +506,11 @@ def _plan_groups(md: Any, tasks: list[Any], o: dict[str, Any]) -> tuple[list[Fil
 
     candidates = order_groups(
         candidates,
-        str(o["rewrite-job-order"]),
+        o.rewrite_job_order,
         lambda c: sum(t.file.file_size_in_bytes for t in c[1]),
         lambda c: len(c[1]),
     )
-    limit = o.get("max-files-to-rewrite")
+    limit = o.max_files_to_rewrite
     groups: list[FileGroup] = []
     taken = 0
     for label, bin_ in candidates:

@@ -27,19 +27,21 @@ of the group's data files, or the concurrent removal of a file it replaces, drop
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from firn.core.planning import FileScanTask
 from firn.core.scan import to_expression
 from firn.deletes.apply import load_positions
 from firn.deletes.bitmap import PositionBitmap
 from firn.deletes.writers import referenced_data_file_of, write_deletion_vectors
-from firn.errors import FirnError, StalePlan, Unsupported, ValidationError
+from firn.errors import FirnError, StalePlan, Unsupported
 from firn.expressions import bind
 from firn.io.deletion import delete_quietly
 from firn.maintenance.base import (
+    DELETE_REWRITE_LINEAGE,
     MaintainedTable,
     MaintenanceOperation,
     MaintenancePlan,
@@ -48,16 +50,11 @@ from firn.maintenance.base import (
     plan_identity,
 )
 from firn.maintenance.dangling_deletes import dangling_deletes
-from firn.maintenance.options import Option, options_of
-from firn.maintenance.rewrite_commit import GroupChange, commit_groups
+from firn.maintenance.options import RewriteDeletionVectorsOptions, RewritePositionDeleteFilesOptions
+from firn.maintenance.rewrite_commit import GroupChange, commit_in_batches
 from firn.maintenance.rewrite_planning import (
-    DEFAULT_DELETE_RATIO_THRESHOLD,
-    DEFAULT_MAX_CONCURRENT_GROUP_REWRITES,
-    DEFAULT_MIN_INPUT_FILES,
-    DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,
     FileSizes,
     branch_scan,
-    commit_batches,
     known_deleted_records,
     live_delete_entries,
     pack,
@@ -72,11 +69,9 @@ from firn.maintenance.runner import (
     execute_unit,
     make_unit,
 )
-from firn.spec import summary as S
 from firn.spec.content import DataFile, FileContent
 from firn.spec.content_json import data_file_from_json, data_file_to_json
 from firn.spec.deletion_scope import DeletionScope
-from firn.spec.snapshots import MAIN_BRANCH
 from firn.spec.table_metadata import TableMetadata
 from firn.spec.versions import MIN_FORMAT_VERSION_DELETION_VECTORS
 
@@ -124,6 +119,7 @@ class RewriteDeletionVectorsResult(MaintenanceResult):
     """What a DV rewrite did (Java's ``rewrite_position_delete_files`` output, plus details)."""
 
     OPERATION: ClassVar[str] = "rewrite_deletion_vectors"
+    LINEAGE: ClassVar[Mapping[str, str]] = DELETE_REWRITE_LINEAGE
 
     rewritten_delete_files_count: int = 0
     added_delete_files_count: int = 0
@@ -142,6 +138,8 @@ class RewriteDeletionVectorsPlan(MaintenancePlan[RewriteDeletionVectorsResult]):
 
     OPERATION: ClassVar[str] = "rewrite_deletion_vectors"
 
+    # A conversion inside ``rewrite_position_delete_files`` (v3+) keeps that operation's options.
+    options: RewriteDeletionVectorsOptions | RewritePositionDeleteFilesOptions
     branch: str
     groups: tuple[DVGroup, ...]
     files_scanned: int
@@ -214,11 +212,11 @@ class RewriteDeletionVectorsPlan(MaintenancePlan[RewriteDeletionVectorsResult]):
 
     def execute(self, table: MaintainedTable, runner: Runner | None = None) -> RewriteDeletionVectorsResult:
         if runner is None:
-            runner = LocalRunner(int(self.options.get("max-concurrent-file-group-rewrites", 5)))
+            runner = LocalRunner(self.options.max_concurrent_file_group_rewrites)
         return super().execute(table, runner)
 
     def commit(self, table: MaintainedTable, results: Sequence[UnitResult]) -> RewriteDeletionVectorsResult:
-        partial = bool(self.options.get("partial-progress.enabled", False))
+        partial = self.options.partial_progress_enabled
         errors = [r for r in results if r.get("error")]
         if errors and not partial:
             _delete_added(table, results)
@@ -231,24 +229,19 @@ class RewriteDeletionVectorsPlan(MaintenancePlan[RewriteDeletionVectorsResult]):
         changes = [_change(g, by_id.get(g.group_id)) for g in self.groups if g.group_id not in failed]
         # Groups others depend on commit first; dependents (removals) go last.
         changes.sort(key=lambda c: bool(c.depends_on))
-        max_commits = int(self.options.get("partial-progress.max-commits", 1)) if partial else 1
-        snapshot_ids: list[int] = []
-        committed: list[GroupChange] = []
-        for batch in commit_batches(changes, max_commits):
-            outcome = commit_groups(
-                table,
-                batch,
-                starting_snapshot_id=self.snapshot_id,
-                data_sequence_number=None,
-                branch=self.branch,
-                snapshot_properties={S.MAINTENANCE_OPERATION: self.OPERATION},
-                failed_before=failed,
-            )
-            if outcome.snapshot_id is not None:
-                snapshot_ids.append(outcome.snapshot_id)
-            committed += outcome.committed
-            failed.update(outcome.failed)
-        return self._result(committed, failed, snapshot_ids)
+        max_commits = self.options.partial_progress_max_commits if partial else 1
+        done = commit_in_batches(
+            table,
+            changes,
+            max_commits,
+            operation=self.OPERATION,
+            starting_snapshot_id=self.snapshot_id,
+            data_sequence_number=None,
+            branch=self.branch,
+            failed=failed,
+            failed_before=failed,
+        )
+        return self._result(done.committed, failed, done.snapshot_ids)
 
     def _result(
         self, committed: list[GroupChange], failed: dict[int, str], snapshot_ids: list[int]
@@ -344,23 +337,25 @@ class _Planned:
 
 
 def plan_dv_groups(
-    table: MaintainedTable, md: TableMetadata, o: dict[str, Any], *, pack_dvs: bool
+    table: MaintainedTable,
+    md: TableMetadata,
+    o: RewriteDeletionVectorsOptions,
+    sizes: FileSizes,
+    *,
+    pack_dvs: bool,
 ) -> tuple[_Planned, int]:
-    """The groups of a DV rewrite of the head of branch ``o["branch"]`` (``pack_dvs=False``:
+    """The groups of a DV rewrite of the head of branch ``o.branch`` (``pack_dvs=False``:
     conversions and dangling removals only, as ``rewrite_position_delete_files`` does on v3+)."""
-    snap = md.snapshot_for_ref(o["branch"])
-    all_tasks: Sequence[FileScanTask] = branch_scan(table, o["branch"]).plan_files()
-    where = to_expression(o.get("where"))
+    snap = md.snapshot_for_ref(o.branch)
+    all_tasks: Sequence[FileScanTask] = branch_scan(table, o.branch).plan_files()
+    where = to_expression(o.where)
     bind(md.schema(), where)
-    if "where" in o:
-        selected = {t.file.file_path for t in branch_scan(table, o["branch"], where).plan_files()}
+    if o.where is not None:
+        selected = {t.file.file_path for t in branch_scan(table, o.branch, where).plan_files()}
     else:
         selected = {t.file.file_path for t in all_tasks}
     entries = live_delete_entries(table.io, md, snap)
-    sizes = FileSizes(
-        target=o["target-file-size-bytes"], min=o["min-file-size-bytes"], max=o["max-file-size-bytes"]
-    )
-    threshold = float(o["delete-ratio-threshold"])
+    threshold = o.delete_ratio_threshold
 
     dangling = [
         d for d in dangling_deletes(md, all_tasks, entries) if d.content is FileContent.POSITION_DELETES
@@ -406,16 +401,16 @@ def plan_dv_groups(
             )
         elif pack_dvs and not is_high and len(pos) == 1 and pos[0].file_key not in dangling_keys:
             dv = pos[0]
-            if o["rewrite-all"] or dv.file_size_in_bytes < sizes.min:
+            if o.rewrite_all or dv.file_size_in_bytes < sizes.min:
                 item = DVItem(data_file=data_file_to_json(t.file), deletes=item_deletes, action="pack")
                 packs.setdefault(dv.file_path, []).append((item, dv))
 
     skipped: list[Skipped] = []
-    if packs and not o["rewrite-all"] and len(packs) < int(o["min-input-files"]):
+    if packs and not o.rewrite_all and len(packs) < o.min_input_files:
         skipped.append(
             Skipped(
                 item=f"{sum(len(v) for v in packs.values())} DV(s) in {len(packs)} small Puffin file(s)",
-                reason=f"fewer than min-input-files ({o['min-input-files']}) Puffin files to pack",
+                reason=f"fewer than min-input-files ({o.min_input_files}) Puffin files to pack",
             )
         )
         packs = {}
@@ -466,60 +461,33 @@ def plan_dv_groups(
     return _Planned(groups, high, skipped), len(all_tasks)
 
 
-def resolve_dv_options(op: str, options: dict[str, Any], md: TableMetadata) -> dict[str, Any]:
-    """Options with their defaults (targets from ``write.delete.target-file-size-bytes``)."""
+DV = TypeVar("DV", bound=RewriteDeletionVectorsOptions)
+
+
+def resolve_dv_options(op: str, options: DV, md: TableMetadata) -> tuple[DV, FileSizes]:
+    """Options with their defaults (targets from ``write.delete.target-file-size-bytes``), and
+    the file sizes they give."""
     sizes = FileSizes.resolve(options, md.table_properties.delete_target_file_size_bytes, op)
-    out: dict[str, Any] = {
-        "branch": options.get("branch", MAIN_BRANCH),
-        "target-file-size-bytes": sizes.target,
-        "min-file-size-bytes": sizes.min,
-        "max-file-size-bytes": sizes.max,
-        "min-input-files": options.get("min-input-files", DEFAULT_MIN_INPUT_FILES),
-        "rewrite-all": options.get("rewrite-all", False),
-        "delete-ratio-threshold": options.get("delete-ratio-threshold", DEFAULT_DELETE_RATIO_THRESHOLD),
-        "partial-progress.enabled": options.get("partial-progress.enabled", False),
-        "partial-progress.max-commits": options.get(
-            "partial-progress.max-commits", DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS
-        ),
-        "max-concurrent-file-group-rewrites": options.get(
-            "max-concurrent-file-group-rewrites", DEFAULT_MAX_CONCURRENT_GROUP_REWRITES
-        ),
-    }
-    if "where" in options:
-        out["where"] = options["where"]
-    for key in ("min-input-files", "partial-progress.max-commits", "max-concurrent-file-group-rewrites"):
-        if int(out[key]) < 1:
-            raise ValidationError(f"{op}: {key} must be at least 1, got {out[key]}")
-    return out
+    resolved = dataclasses.replace(
+        options,
+        target_file_size_bytes=sizes.target,
+        min_file_size_bytes=sizes.min,
+        max_file_size_bytes=sizes.max,
+    )
+    return resolved, sizes
 
 
-COMMON_OPTIONS = (
-    Option("where", "str", "only the deletes of data files that may hold rows matching this filter"),
-    Option("branch", "str", "the branch to rewrite (default main)"),
-    Option(
-        "target-file-size-bytes", "int", "output size (default write.delete.target-file-size-bytes, 64 MB)"
-    ),
-    Option("min-file-size-bytes", "int", "smaller inputs are candidates (default 0.75x target)"),
-    Option("max-file-size-bytes", "int", "larger inputs are candidates (default 1.8x target)"),
-    Option("min-input-files", "int", "rewrite when at least this many inputs qualify (default 5)"),
-    Option("rewrite-all", "bool", "rewrite every candidate regardless of size"),
-    Option("partial-progress.enabled", "bool", "commit groups in several snapshots"),
-    Option("partial-progress.max-commits", "int", "at most this many commits (default 10)"),
-    Option("max-concurrent-file-group-rewrites", "int", "units run at once by the local runner (default 5)"),
-)
-
-
-class RewriteDeletionVectors(MaintenanceOperation[RewriteDeletionVectorsPlan, RewriteDeletionVectorsResult]):
-    """``table.maintenance.rewrite_deletion_vectors(**options)`` (v3 and V4 tables)."""
+class RewriteDeletionVectors(
+    MaintenanceOperation[
+        RewriteDeletionVectorsPlan, RewriteDeletionVectorsResult, RewriteDeletionVectorsOptions
+    ]
+):
+    """``table.maintenance.rewrite_deletion_vectors(...)`` (v3 and V4 tables)."""
 
     OPERATION = "rewrite_deletion_vectors"
-    OPTIONS = options_of(
-        *COMMON_OPTIONS,
-        Option("delete-ratio-threshold", "float", "list data files with this deleted share (default 0.3)"),
-    )
 
-    def __init__(self, table: MaintainedTable, **options: object) -> None:
-        super().__init__(table, **options)
+    def __init__(self, table: MaintainedTable, options: RewriteDeletionVectorsOptions) -> None:
+        super().__init__(table, options)
         v = table.metadata.format_version
         if v < MIN_FORMAT_VERSION_DELETION_VECTORS:
             raise Unsupported(
@@ -529,15 +497,15 @@ class RewriteDeletionVectors(MaintenanceOperation[RewriteDeletionVectorsPlan, Re
 
     def plan(self) -> RewriteDeletionVectorsPlan:
         md = self.table.metadata
-        o = resolve_dv_options(self.OPERATION, dict(self.options), md)
-        snap = md.snapshot_for_ref(o["branch"])
+        o, sizes = resolve_dv_options(self.OPERATION, self.options, md)
+        snap = md.snapshot_for_ref(o.branch)
         if snap is None:
             planned, scanned = _Planned([], [], []), 0
         else:
-            planned, scanned = plan_dv_groups(self.table, md, o, pack_dvs=True)
+            planned, scanned = plan_dv_groups(self.table, md, o, sizes, pack_dvs=True)
         return RewriteDeletionVectorsPlan(
             **plan_identity(self.table, snap.snapshot_id if snap else None, o),
-            branch=o["branch"],
+            branch=o.branch,
             groups=tuple(planned.groups),
             files_scanned=scanned,
             high_delete_ratio=tuple(planned.high),
@@ -546,7 +514,6 @@ class RewriteDeletionVectors(MaintenanceOperation[RewriteDeletionVectorsPlan, Re
 
 
 __all__ = [
-    "COMMON_OPTIONS",
     "DVGroup",
     "DVItem",
     "HighDeleteRatio",

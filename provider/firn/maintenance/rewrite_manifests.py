@@ -18,10 +18,11 @@ them, or merged them) is dropped and its outputs deleted; the others commit.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -51,7 +52,7 @@ from firn.maintenance.base import (
     Skipped,
     plan_identity,
 )
-from firn.maintenance.options import Option, options_of
+from firn.maintenance.options import RewriteManifestsOptions
 from firn.maintenance.rewrite_manifests_v4 import (
     LeafGroup,
     entry_from_json,
@@ -61,6 +62,7 @@ from firn.maintenance.rewrite_manifests_v4 import (
 from firn.maintenance.rewrite_planning import pack
 from firn.maintenance.runner import UnitContext, UnitFunction, UnitResult, WorkUnit, execute_unit, make_unit
 from firn.maintenance.serde import from_jsonable, to_jsonable
+from firn.maintenance.tree_writer import MaintenanceTreeWriter
 from firn.manifests.manifest import read_manifest, write_manifest
 from firn.manifests.manifest_list import write_manifest_list
 from firn.spec import summary as S
@@ -68,7 +70,7 @@ from firn.spec import values
 from firn.spec.content import EntryStatus, FileContent, ManifestContent, ManifestEntry, ManifestFile
 from firn.spec.content_json import manifest_file_from_json, manifest_file_to_json
 from firn.spec.deletion_scope import DeletionScope
-from firn.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
+from firn.spec.snapshots import Operation, Snapshot
 from firn.spec.table_metadata import TableMetadata
 
 LEGACY_KIND = "rewrite-manifests"
@@ -96,6 +98,10 @@ class RewriteManifestsResult(MaintenanceResult):
     """Java's procedure output, plus entries rewritten and manifest DVs folded (V4)."""
 
     OPERATION: ClassVar[str] = "rewrite_manifests"
+    LINEAGE: ClassVar[Mapping[str, str]] = {
+        "files_rewritten": "rewritten_manifests_count",
+        "files_added": "added_manifests_count",
+    }
 
     rewritten_manifests_count: int = 0
     added_manifests_count: int = 0
@@ -109,6 +115,7 @@ class RewriteManifestsPlan(MaintenancePlan[RewriteManifestsResult]):
 
     OPERATION: ClassVar[str] = "rewrite_manifests"
 
+    options: RewriteManifestsOptions
     branch: str
     spec_id: int | None
     sort_by: tuple[str, ...] = ()
@@ -267,28 +274,25 @@ class _RewriteManifestsAction(SnapshotProducer):
             self.dropped[gid] = reason
 
 
-class _Tree:
-    def __init__(self, action: _RewriteManifestsAction) -> None:
-        self.action = action
-        self._in_use: set[str] = set()
-
-    def write(
+class _Tree(MaintenanceTreeWriter["_RewriteManifestsAction"]):
+    def write_tree(
         self,
         base: TableMetadata,
         parent: Snapshot | None,
-        changes: PendingFiles,
+        ctx: CommitContext,
         snapshot_id: int,
         sequence_number: int,
-        ctx: CommitContext,
-    ) -> TreeResult:
+    ) -> tuple[TreeResult, set[str]]:
         a = self.action
         applied = set(a.applied)
         outputs = {p for gid in applied for p in a.written.get(gid, [])}
         if parent is not None and base.uses_root_manifest:
             location, extra = self._root(base, parent, ctx, snapshot_id, sequence_number, applied)
-            self._in_use = {location, *outputs}
             added_rows = 0 if base.tracks_row_lineage else None
-            return TreeResult(root_manifest=location, added_rows=added_rows, summary_extra=extra)
+            return TreeResult(root_manifest=location, added_rows=added_rows, summary_extra=extra), {
+                location,
+                *outputs,
+            }
         replaced = {m["manifest-path"] for g in a.plan.groups if g.group_id in applied for m in g.manifests}
         new = [
             manifest_file_from_json(m).evolve(added_snapshot_id=snapshot_id)
@@ -309,7 +313,6 @@ class _Tree:
             sequence_number=sequence_number,
             first_row_id=base.next_row_id,
         )
-        self._in_use = {list_location, *outputs}
         added_rows = None
         if result.next_row_id is not None and base.next_row_id is not None:
             added_rows = result.next_row_id - base.next_row_id
@@ -319,7 +322,8 @@ class _Tree:
             S.MANIFESTS_REPLACED: str(len(replaced)),
             S.ENTRIES_PROCESSED: str(sum(a.entries[g] for g in applied)),
         }
-        return TreeResult(manifest_list=list_location, added_rows=added_rows, summary_extra=extra)
+        in_use = {list_location, *outputs}
+        return TreeResult(manifest_list=list_location, added_rows=added_rows, summary_extra=extra), in_use
 
     def _root(
         self,
@@ -375,9 +379,6 @@ class _Tree:
             S.ROOT_ENTRIES: str(out.num_rows),
         }
         return location, extra
-
-    def files_in_use(self) -> set[str]:
-        return set(self._in_use)
 
 
 # -- the work units -------------------------------------------------------------------------------------
@@ -525,26 +526,22 @@ def _plan_legacy(
     return groups, skipped
 
 
-class RewriteManifests(MaintenanceOperation[RewriteManifestsPlan, RewriteManifestsResult]):
-    """``table.maintenance.rewrite_manifests(spec_id=None, sort_by=None, use_caching=False)``."""
+class RewriteManifests(
+    MaintenanceOperation[RewriteManifestsPlan, RewriteManifestsResult, RewriteManifestsOptions]
+):
+    """``table.maintenance.rewrite_manifests(spec_id=None, sort_by=(), use_caching=False)``."""
 
     OPERATION = "rewrite_manifests"
-    OPTIONS = options_of(
-        Option("spec-id", "int", "rewrite the manifests of this partition spec (default: the current one)"),
-        Option("sort-by", "str-list", "partition fields to cluster entries by (default: all, in spec order)"),
-        Option("use-caching", "bool", "Spark caching in Iceberg's procedure; accepted, no effect here"),
-        Option("branch", "str", "the branch to rewrite (default main)"),
-    )
 
     def plan(self) -> RewriteManifestsPlan:
         md = self.table.metadata
-        branch = str(self.options.get("branch", MAIN_BRANCH))
-        spec_id = int(self.options.get("spec-id", md.default_spec_id))
+        branch = self.options.branch
+        spec_id = md.default_spec_id if self.options.spec_id is None else self.options.spec_id
         if spec_id not in md.specs:
             raise ValidationError(
                 f"rewrite_manifests: {self.table.name} has no partition spec {spec_id}; specs: {sorted(md.specs)}"
             )
-        sort_by = tuple(self.options.get("sort-by", ()))
+        sort_by = tuple(self.options.sort_by)
         names = [f.name for f in md.spec_by_id(spec_id).fields]
         unknown = [n for n in sort_by if n not in names]
         if unknown:
@@ -552,12 +549,7 @@ class RewriteManifests(MaintenanceOperation[RewriteManifestsPlan, RewriteManifes
                 f"rewrite_manifests: sort_by {unknown} are not partition fields of spec {spec_id}: {names}"
             )
         snap = md.snapshot_for_ref(branch)
-        options = {
-            "branch": branch,
-            "spec-id": spec_id,
-            "sort-by": list(sort_by),
-            "use-caching": bool(self.options.get("use-caching", False)),
-        }
+        options = dataclasses.replace(self.options, spec_id=spec_id)
         groups: list[ManifestGroup] = []
         leaf_groups: list[LeafGroup] = []
         skipped: list[Skipped] = []

@@ -10,7 +10,7 @@ Sizes and packing follow Iceberg Java's ``SizeBasedFileRewritePlanner`` and
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -23,6 +23,7 @@ from firn.deletes.writers import referenced_data_file_of
 from firn.errors import ValidationError
 from firn.expressions import BooleanExpression
 from firn.io.base import FileIO
+from firn.maintenance.options import FileRewriteOptions
 from firn.manifests.v4_layout import V4Layout, specs_partition_ids
 from firn.spec.content import DataFile, FileContent, ManifestContent, ManifestEntry
 from firn.spec.content_json import data_file_from_json, data_file_to_json
@@ -34,13 +35,6 @@ T = TypeVar("T")
 # Iceberg Java's defaults (RewriteDataFiles / SizeBasedFileRewritePlanner).
 MIN_FILE_SIZE_RATIO = 0.75
 MAX_FILE_SIZE_RATIO = 1.80
-DEFAULT_MIN_INPUT_FILES = 5
-DEFAULT_MAX_FILE_GROUP_SIZE_BYTES = 100 * 1024 * 1024 * 1024
-DEFAULT_DELETE_FILE_THRESHOLD = 2**31 - 1  # Integer.MAX_VALUE
-DEFAULT_DELETE_RATIO_THRESHOLD = 0.3
-DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS = 10
-DEFAULT_MAX_CONCURRENT_GROUP_REWRITES = 5
-JOB_ORDERS = ("none", "bytes-asc", "bytes-desc", "files-asc", "files-desc")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,12 +46,14 @@ class FileSizes:
     max: int
 
     @classmethod
-    def resolve(cls, options: Mapping[str, Any], default_target: int, operation: str) -> FileSizes:
+    def resolve(cls, options: FileRewriteOptions, default_target: int, operation: str) -> FileSizes:
         """Sizes from the options (Java's defaults: min 0.75x and max 1.8x the target),
         validated as Java's ``SizeBasedFileRewritePlanner.validateOptions`` does."""
-        target = int(options.get("target-file-size-bytes", default_target))
-        low = int(options.get("min-file-size-bytes", int(target * MIN_FILE_SIZE_RATIO)))
-        high = int(options.get("max-file-size-bytes", int(target * MAX_FILE_SIZE_RATIO)))
+        target = default_target if options.target_file_size_bytes is None else options.target_file_size_bytes
+        low = options.min_file_size_bytes
+        low = int(target * MIN_FILE_SIZE_RATIO) if low is None else low
+        high = options.max_file_size_bytes
+        high = int(target * MAX_FILE_SIZE_RATIO) if high is None else high
         if target <= 0:
             raise ValidationError(f"{operation}: target-file-size-bytes must be positive, got {target}")
         if low < 0:
@@ -296,13 +292,6 @@ def live_delete_entries(io: FileIO, md: TableMetadata, snapshot: Snapshot | None
 
 
 __all__ = [
-    "DEFAULT_DELETE_FILE_THRESHOLD",
-    "DEFAULT_DELETE_RATIO_THRESHOLD",
-    "DEFAULT_MAX_CONCURRENT_GROUP_REWRITES",
-    "DEFAULT_MAX_FILE_GROUP_SIZE_BYTES",
-    "DEFAULT_MIN_INPUT_FILES",
-    "DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS",
-    "JOB_ORDERS",
     "FileGroup",
     "FileSizes",
     "GroupFile",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -36,6 +36,7 @@ from firn.expressions import bind
 from firn.io.deletion import delete_quietly
 from firn.io.parquet_read import read_parquet_table
 from firn.maintenance.base import (
+    DELETE_REWRITE_LINEAGE,
     MaintainedTable,
     MaintenanceOperation,
     MaintenancePlan,
@@ -44,10 +45,9 @@ from firn.maintenance.base import (
     plan_identity,
 )
 from firn.maintenance.dangling_deletes import dangling_deletes
-from firn.maintenance.options import Option, options_of
-from firn.maintenance.rewrite_commit import GroupChange, commit_groups
+from firn.maintenance.options import RewritePositionDeleteFilesOptions
+from firn.maintenance.rewrite_commit import GroupChange, commit_in_batches
 from firn.maintenance.rewrite_deletion_vectors import (
-    COMMON_OPTIONS,
     RewriteDeletionVectorsPlan,
     plan_dv_groups,
     resolve_dv_options,
@@ -55,7 +55,6 @@ from firn.maintenance.rewrite_deletion_vectors import (
 from firn.maintenance.rewrite_planning import (
     FileSizes,
     branch_scan,
-    commit_batches,
     live_delete_entries,
     order_groups,
     pack,
@@ -71,7 +70,6 @@ from firn.maintenance.runner import (
     execute_unit,
     make_unit,
 )
-from firn.spec import summary as S
 from firn.spec.content import DataFile, FileContent
 from firn.spec.content_json import data_file_from_json, data_file_to_json
 from firn.spec.deletion_scope import DeletionScope
@@ -100,6 +98,7 @@ class RewritePositionDeleteFilesResult(MaintenanceResult):
     """Java's procedure output, plus the commits and what became of dangling deletes."""
 
     OPERATION: ClassVar[str] = "rewrite_position_delete_files"
+    LINEAGE: ClassVar[Mapping[str, str]] = DELETE_REWRITE_LINEAGE
 
     rewritten_delete_files_count: int = 0
     added_delete_files_count: int = 0
@@ -116,6 +115,7 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
 
     OPERATION: ClassVar[str] = "rewrite_position_delete_files"
 
+    options: RewritePositionDeleteFilesOptions
     branch: str
     target_file_size_bytes: int
     groups: tuple[PositionDeleteGroup, ...] = ()
@@ -176,7 +176,7 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
         self, table: MaintainedTable, runner: Runner | None = None
     ) -> RewritePositionDeleteFilesResult:
         if runner is None:
-            runner = LocalRunner(int(self.options.get("max-concurrent-file-group-rewrites", 5)))
+            runner = LocalRunner(self.options.max_concurrent_file_group_rewrites)
         return super().execute(table, runner)
 
     def commit(
@@ -196,7 +196,7 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
                 snapshot_ids=r.snapshot_ids,
                 skipped=r.skipped,
             )
-        partial = bool(self.options.get("partial-progress.enabled", False))
+        partial = self.options.partial_progress_enabled
         errors = [r for r in results if r.get("error")]
         if errors and not partial:
             paths = sorted({str(f["file-path"]) for r in results for f in r.get("added", [])})
@@ -222,22 +222,18 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
                     written=[f.file_path for f in added],
                 )
             )
-        max_commits = int(self.options.get("partial-progress.max-commits", 1)) if partial else 1
-        snapshot_ids: list[int] = []
-        committed: list[GroupChange] = []
-        for batch in commit_batches(changes, max_commits):
-            outcome = commit_groups(
-                table,
-                batch,
-                starting_snapshot_id=self.snapshot_id,
-                data_sequence_number=None,
-                branch=self.branch,
-                snapshot_properties={S.MAINTENANCE_OPERATION: self.OPERATION},
-            )
-            if outcome.snapshot_id is not None:
-                snapshot_ids.append(outcome.snapshot_id)
-            committed += outcome.committed
-            failed.update(outcome.failed)
+        max_commits = self.options.partial_progress_max_commits if partial else 1
+        done = commit_in_batches(
+            table,
+            changes,
+            max_commits,
+            operation=self.OPERATION,
+            starting_snapshot_id=self.snapshot_id,
+            data_sequence_number=None,
+            branch=self.branch,
+            failed=failed,
+        )
+        snapshot_ids, committed = done.snapshot_ids, done.committed
         dangling_ids = {g.group_id for g in self.groups if g.dangling}
 
         def size(files: Sequence[DataFile]) -> int:
@@ -346,67 +342,54 @@ def rewrite_position_delete_group(unit: WorkUnit) -> UnitResult:
 
 # -- the operation -----------------------------------------------------------------------------------------
 class RewritePositionDeleteFiles(
-    MaintenanceOperation[RewritePositionDeleteFilesPlan, RewritePositionDeleteFilesResult]
+    MaintenanceOperation[
+        RewritePositionDeleteFilesPlan, RewritePositionDeleteFilesResult, RewritePositionDeleteFilesOptions
+    ]
 ):
-    """``table.maintenance.rewrite_position_delete_files(**options)`` (v2+; see the module)."""
+    """``table.maintenance.rewrite_position_delete_files(...)`` (v2+; see the module)."""
 
     OPERATION = "rewrite_position_delete_files"
-    OPTIONS = options_of(
-        *COMMON_OPTIONS,
-        Option("max-file-group-size-bytes", "int", "largest group (default 100 GB)"),
-        Option(
-            "rewrite-job-order",
-            "str",
-            "group order",
-            choices=("none", "bytes-asc", "bytes-desc", "files-asc", "files-desc"),
-        ),
-    )
 
-    def __init__(self, table: MaintainedTable, **options: object) -> None:
-        super().__init__(table, **options)
+    def __init__(self, table: MaintainedTable, options: RewritePositionDeleteFilesOptions) -> None:
+        super().__init__(table, options)
         v = table.metadata.format_version
         if v < MIN_FORMAT_VERSION_ROW_LEVEL_DELETES:
             raise ValidationError(f"{table.name} is format version {v}, which has no delete files")
 
     def plan(self) -> RewritePositionDeleteFilesPlan:
         md = self.table.metadata
-        o = resolve_dv_options(self.OPERATION, dict(self.options), md)
-        o["max-file-group-size-bytes"] = self.options.get("max-file-group-size-bytes", 100 * 1024**3)
-        o["rewrite-job-order"] = self.options.get("rewrite-job-order", "none")
-        snap = md.snapshot_for_ref(o["branch"])
+        o, sizes = resolve_dv_options(self.OPERATION, self.options, md)
+        snap = md.snapshot_for_ref(o.branch)
         identity = plan_identity(self.table, snap.snapshot_id if snap else None, o)
         if md.format_version >= MIN_FORMAT_VERSION_DELETION_VECTORS:
             dv_plan = None
             if snap is not None:
-                planned, scanned = plan_dv_groups(self.table, md, o, pack_dvs=False)
+                planned, scanned = plan_dv_groups(self.table, md, o, sizes, pack_dvs=False)
                 dv_plan = RewriteDeletionVectorsPlan(
-                    **identity, branch=o["branch"], groups=tuple(planned.groups), files_scanned=scanned
+                    **identity,
+                    branch=o.branch,
+                    groups=tuple(planned.groups),
+                    files_scanned=scanned,
                 )
             return RewritePositionDeleteFilesPlan(
-                **identity,
-                branch=o["branch"],
-                target_file_size_bytes=o["target-file-size-bytes"],
-                dv_plan=dv_plan,
+                **identity, branch=o.branch, target_file_size_bytes=sizes.target, dv_plan=dv_plan
             )
         groups: list[PositionDeleteGroup] = []
         skipped: list[Skipped] = []
         if snap is not None:
-            groups, skipped = self._plan_v2(md, snap.snapshot_id, o)
+            groups, skipped = self._plan_v2(md, snap.snapshot_id, o, sizes)
         return RewritePositionDeleteFilesPlan(
             **identity,
-            branch=o["branch"],
-            target_file_size_bytes=o["target-file-size-bytes"],
+            branch=o.branch,
+            target_file_size_bytes=sizes.target,
             groups=tuple(groups),
             skipped=tuple(skipped),
         )
 
     def _plan_v2(
-        self, md: TableMetadata, snapshot_id: int, o: dict[str, Any]
+        self, md: TableMetadata, snapshot_id: int, o: RewritePositionDeleteFilesOptions, sizes: FileSizes
     ) -> tuple[list[PositionDeleteGroup], list[Skipped]]:
-        sizes = FileSizes(
-            target=o["target-file-size-bytes"], min=o["min-file-size-bytes"], max=o["max-file-size-bytes"]
-        )
-        tasks = branch_scan(self.table, o["branch"]).plan_files()
+        tasks = branch_scan(self.table, o.branch).plan_files()
         entries = live_delete_entries(self.table.io, md, md.snapshot(snapshot_id))
         dangling = {
             d.file_key: d
@@ -419,12 +402,12 @@ class RewritePositionDeleteFiles(
                 t.file.file_path
             )
         wanted: set[str] | None = None
-        if "where" in o:
-            where = to_expression(o["where"])
+        if o.where is not None:
+            where = to_expression(o.where)
             bind(md.schema(), where)
             wanted = {
                 partition_label(md, t.file.spec_id, t.file.partition)
-                for t in branch_scan(self.table, o["branch"], where).plan_files()
+                for t in branch_scan(self.table, o.branch, where).plan_files()
             }
         by_partition: dict[tuple[Any, ...], list[DataFile]] = {}
         for e in entries:
@@ -436,15 +419,15 @@ class RewritePositionDeleteFiles(
             by_partition.setdefault(partition_key(d.spec_id, d.partition), []).append(d)
         candidates: list[tuple[tuple[Any, ...], list[DataFile]]] = []
         skipped: list[Skipped] = []
-        min_inputs = int(o["min-input-files"])
+        min_inputs = o.min_input_files
         for key, files in by_partition.items():
             selected = (
-                files if o["rewrite-all"] else [f for f in files if sizes.wrongly_sized(f.file_size_in_bytes)]
+                files if o.rewrite_all else [f for f in files if sizes.wrongly_sized(f.file_size_in_bytes)]
             )
-            for bin_ in pack(selected, lambda f: f.file_size_in_bytes, int(o["max-file-group-size-bytes"])):
+            for bin_ in pack(selected, lambda f: f.file_size_in_bytes, o.max_file_group_size_bytes):
                 size = sum(f.file_size_in_bytes for f in bin_)
                 if (
-                    o["rewrite-all"]
+                    o.rewrite_all
                     or (len(bin_) > 1 and (len(bin_) >= min_inputs or size > sizes.target))
                     or size > sizes.max
                 ):
@@ -459,7 +442,7 @@ class RewritePositionDeleteFiles(
                     )
         candidates = order_groups(
             candidates,
-            str(o["rewrite-job-order"]),
+            o.rewrite_job_order,
             lambda c: sum(f.file_size_in_bytes for f in c[1]),
             lambda c: len(c[1]),
         )

@@ -22,8 +22,24 @@ from firn.errors import ValidationError
 T = TypeVar("T")
 
 
+class JsonCodec:
+    """A value with its own JSON shape (options: Iceberg's hyphenated names, not field names)."""
+
+    def to_json_data(self) -> Any:
+        """This value as plain JSON data."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_json_data(cls, data: Any, where: str) -> Any:
+        """The value :meth:`to_json_data` gave ``data`` for; a ``ValidationError`` naming
+        ``where`` when it cannot be."""
+        raise NotImplementedError
+
+
 def to_jsonable(value: Any) -> Any:
     """``value`` as plain JSON data (dataclasses become objects with their field names)."""
+    if isinstance(value, JsonCodec):
+        return to_jsonable(value.to_json_data())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, enum.Enum):
@@ -77,6 +93,8 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
         if not isinstance(data, Mapping):
             raise ValidationError(f"{where}: expected an object, got {type(data).__name__}")
         return {str(k): _decode(value_type, v, f"{where}.{k}") for k, v in data.items()}
+    if isinstance(tp, type) and issubclass(tp, JsonCodec):
+        return tp.from_json_data(data, where)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(data, Mapping):
             raise ValidationError(f"{where}: expected an object, got {type(data).__name__}")
@@ -108,4 +126,4 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
     raise ValidationError(f"{where}: cannot decode type {tp}")
 
 
-__all__ = ["from_jsonable", "to_jsonable"]
+__all__ = ["JsonCodec", "from_jsonable", "to_jsonable"]

@@ -49,6 +49,7 @@ from firn.spark.dataframe import (
     NativeGroup,
     RoutedFile,
     Router,
+    dataframe_reader,
     default_spark_path,
     load_table,
     native_frame,
@@ -148,47 +149,6 @@ class SparkChangelogPlan:
         return df.select(*[quote_name(c) for c in (*self.columns, *(f.name for f in CHANGELOG_SPARK_FIELDS))])
 
 
-def read_changes(
-    spark: SparkSession,
-    table: str | Table,
-    from_snapshot_id: int | None = None,
-    to_snapshot_id: int | None = None,
-    *,
-    from_timestamp: TimestampLike | None = None,
-    to_timestamp: TimestampLike | None = None,
-    columns: Sequence[str] | None = None,
-    filter: BooleanExpression | str | None = None,
-    case_sensitive: bool = True,
-    net_changes: bool = False,
-    remove_carry_over: bool = True,
-    spark_path: Callable[[str], str | None] | None = None,
-    catalog: str | None = None,
-    warehouse: str | None = None,
-    **catalog_properties: str,
-) -> DataFrame:
-    """The changelog of ``table`` between ``from`` (exclusive; snapshot id or time, default the
-    table's first snapshot) and ``to`` (inclusive; default the current snapshot) as a DataFrame:
-    the rows of ``table.changelog(...)`` with the same arguments (see the module docstring).
-    ``table`` and the catalog arguments are as for :func:`firn.spark.read`."""
-    return plan_changes(
-        spark,
-        table,
-        from_snapshot_id,
-        to_snapshot_id,
-        from_timestamp=from_timestamp,
-        to_timestamp=to_timestamp,
-        columns=columns,
-        filter=filter,
-        case_sensitive=case_sensitive,
-        net_changes=net_changes,
-        remove_carry_over=remove_carry_over,
-        spark_path=spark_path,
-        catalog=catalog,
-        warehouse=warehouse,
-        **catalog_properties,
-    ).to_dataframe(spark)
-
-
 def plan_changes(
     spark: SparkSession,
     table: str | Table,
@@ -265,6 +225,15 @@ def plan_changes(
         net_changes,
         part,
     )
+
+
+read_changes = dataframe_reader(
+    plan_changes,
+    """The changelog of ``table`` between ``from`` (exclusive; snapshot id or time, default the
+    table's first snapshot) and ``to`` (inclusive; default the current snapshot) as a DataFrame:
+    the rows of ``table.changelog(...)`` with the same arguments (see the module docstring).
+    ``table`` and the catalog arguments are as for :func:`firn.spark.read`.""",
+)
 
 
 def _whole_file(task: ChangelogTask) -> FileScanTask | None:

@@ -34,12 +34,13 @@ silently skips them) or whose path holds glob characters also go to Firn.
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Concatenate, ParamSpec, Protocol
 
 from pyspark.sql import Column
 from pyspark.sql import types as st
@@ -156,55 +157,6 @@ class SparkReadPlan:
         return reduce(lambda a, b: a.unionByName(b), parts)
 
 
-def read(
-    spark: SparkSession,
-    table: str | Table,
-    *,
-    snapshot_id: int | None = None,
-    ref: str | None = None,
-    as_of_timestamp: dt.datetime | dt.date | int | str | None = None,
-    columns: Sequence[str] | None = None,
-    filter: BooleanExpression | str | None = None,
-    case_sensitive: bool = True,
-    spark_path: Callable[[str], str | None] | None = None,
-    catalog: str | None = None,
-    warehouse: str | None = None,
-    from_snapshot_id: int | None = None,
-    to_snapshot_id: int | None = None,
-    from_timestamp: TimestampLike | None = None,
-    to_timestamp: TimestampLike | None = None,
-    **catalog_properties: str,
-) -> DataFrame:
-    """The rows of ``table`` (a loaded table, read in the state it holds, or a name in the
-    catalog given by ``catalog``/``warehouse``/properties or ``spark.firn.catalog.*``) as a
-    DataFrame: the rows and columns ``table.scan(...)`` returns for the same options, delete
-    files applied. Delete-free files are read by Spark's own Parquet reader (see the module
-    docstring); ``spark_path`` maps a Firn file location to the path Spark reads it at, or to
-    None to leave the file to Firn. ``filter`` is a Firn filter (expression or string, Firn's
-    semantics); Spark's own ``where`` on the result works too. ``from_snapshot_id`` /
-    ``from_timestamp`` (exclusive) and ``to_snapshot_id`` / ``to_timestamp`` (inclusive) read
-    incrementally: the rows the ``append`` snapshots in between added, as ``table.scan`` with
-    the same arguments (Iceberg's ``start-snapshot-id`` ... read options)."""
-    return plan_read(
-        spark,
-        table,
-        snapshot_id=snapshot_id,
-        ref=ref,
-        as_of_timestamp=as_of_timestamp,
-        columns=columns,
-        filter=filter,
-        case_sensitive=case_sensitive,
-        spark_path=spark_path,
-        catalog=catalog,
-        warehouse=warehouse,
-        from_snapshot_id=from_snapshot_id,
-        to_snapshot_id=to_snapshot_id,
-        from_timestamp=from_timestamp,
-        to_timestamp=to_timestamp,
-        **catalog_properties,
-    ).to_dataframe(spark)
-
-
 def plan_read(
     spark: SparkSession,
     table: str | Table,
@@ -261,6 +213,48 @@ def plan_read(
     pin = _Pin(t.name, t.metadata_location, dict(t.io.properties), options)
     router = Router(t, scan, output, spark_path or default_spark_path(t, spark))
     return router.route(scan.plan_files(), schema, pin)
+
+
+class _ReadPlan(Protocol):
+    def to_dataframe(self, spark: SparkSession) -> DataFrame: ...
+
+
+P = ParamSpec("P")
+
+
+def dataframe_reader(
+    plan: Callable[Concatenate[SparkSession, P], _ReadPlan], doc: str
+) -> Callable[Concatenate[SparkSession, P], DataFrame]:
+    """A reader with ``plan``'s signature that plans and returns the plan's DataFrame
+    (``read`` from ``plan_read``, ``read_changes`` from ``plan_changes``): the options are
+    declared once, on the plan function."""
+
+    def reader(spark: SparkSession, /, *args: P.args, **kwargs: P.kwargs) -> DataFrame:
+        return plan(spark, *args, **kwargs).to_dataframe(spark)
+
+    signature = inspect.signature(plan)
+    reader.__signature__ = signature.replace(return_annotation="DataFrame")  # type: ignore[attr-defined]
+    reader.__name__ = reader.__qualname__ = plan.__name__.replace("plan_", "read_").replace(
+        "read_read", "read"
+    )
+    reader.__doc__ = doc
+    reader.__module__ = plan.__module__
+    return reader
+
+
+read = dataframe_reader(
+    plan_read,
+    """The rows of ``table`` (a loaded table, read in the state it holds, or a name in the
+    catalog given by ``catalog``/``warehouse``/properties or ``spark.firn.catalog.*``) as a
+    DataFrame: the rows and columns ``table.scan(...)`` returns for the same options, delete
+    files applied. Delete-free files are read by Spark's own Parquet reader (see the module
+    docstring); ``spark_path`` maps a Firn file location to the path Spark reads it at, or to
+    None to leave the file to Firn. ``filter`` is a Firn filter (expression or string, Firn's
+    semantics); Spark's own ``where`` on the result works too. ``from_snapshot_id`` /
+    ``from_timestamp`` (exclusive) and ``to_snapshot_id`` / ``to_timestamp`` (inclusive) read
+    incrementally: the rows the ``append`` snapshots in between added, as ``table.scan`` with
+    the same arguments (Iceberg's ``start-snapshot-id`` ... read options).""",
+)
 
 
 def load_table(
@@ -661,6 +655,7 @@ def _firn_frame(spark: SparkSession, pin: _Pin, tasks: Sequence[FileScanTask]) -
 
 
 __all__ = [
+    "dataframe_reader",
     "NATIVE_READ_OPTIONS",
     "PLANNED_SOURCE_NAME",
     "NativeGroup",

@@ -6,16 +6,10 @@
         --catalog URI [--warehouse W] [--catalog-property k=v ...] \\
         --table db.t [--table db.u | --table db] --options JSON --result URI [--dry-run]
 
-``<operation>`` and the ``table.maintenance`` method it runs:
-
-=====================  ==============================================================
-``expire``             ``expire_snapshots``
-``compact``            ``rewrite_data_files``
-``rewrite-dvs``        ``rewrite_deletion_vectors`` (v3+), ``rewrite_position_delete_files`` (v2)
-``rewrite-manifests``  ``rewrite_manifests``
-``orphans``            ``remove_orphan_files``
-``flush``              ``flush_root``
-=====================  ==============================================================
+``<operation>`` is a short name of ``firn.maintenance.registry`` (``expire``, ``compact``,
+``rewrite-dvs``, ``rewrite-manifests``, ``orphans``, ``flush``, and any operation registered
+since), run through ``table.maintenance.operation`` (on v2 tables ``rewrite-dvs`` runs
+``rewrite_position_delete_files``).
 
 ``--options`` is a JSON object of the operation's options in Iceberg's hyphenated names
 (``{"older-than": "2024-01-01T00:00:00Z", "retain-last": 5}``). ``--table`` may repeat, and
@@ -72,16 +66,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from firn.catalog.base import Catalog
-    from firn.table.table import Table
-
-OPERATIONS: dict[str, tuple[str, ...]] = {
-    "expire": ("expire_snapshots",),
-    "compact": ("rewrite_data_files",),
-    "rewrite-dvs": ("rewrite_deletion_vectors", "rewrite_position_delete_files"),
-    "rewrite-manifests": ("rewrite_manifests",),
-    "orphans": ("remove_orphan_files",),
-    "flush": ("flush_root",),
-}
 
 
 def path() -> str:
@@ -101,7 +85,9 @@ class _Parser(argparse.ArgumentParser):
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The job's arguments (``_ArgumentError`` on bad ones)."""
     p = _Parser(prog="firn-spark-job", description="Run one Firn maintenance operation on Spark.")
-    p.add_argument("operation", choices=sorted(OPERATIONS))
+    from firn.maintenance.registry import short_names
+
+    p.add_argument("operation", choices=sorted(short_names()))
     p.add_argument("--catalog", help="catalog URI (default: spark.firn.catalog.uri)")
     p.add_argument("--warehouse")
     p.add_argument("--catalog-property", action="append", default=[], metavar="KEY=VALUE")
@@ -125,25 +111,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         props[key] = value
     args.catalog_property = props
     return args
-
-
-def method_for(operation: str, table: Table) -> str:
-    """The ``table.maintenance`` method ``operation`` runs on ``table``."""
-    from firn.errors import Unsupported
-
-    names = OPERATIONS[operation]
-    if operation == "rewrite-dvs":
-        # v2 tables hold position delete files, v3+ deletion vectors (Iceberg's two procedures).
-        names = (names[1],) if table.format_version == 2 else (names[0],)
-    for name in names:
-        if hasattr(table.maintenance, name):
-            return name
-    import firn
-
-    raise Unsupported(
-        f"operation {operation!r} needs table.maintenance.{names[0]}, which this Firn "
-        f"({firn.__version__}) does not have"
-    )
 
 
 def resolve_tables(catalog: Catalog, names: Sequence[str]) -> list[str]:
@@ -182,14 +149,12 @@ def _run_table(
     dry_run: bool,
     spark: SparkSession | None,
 ) -> dict[str, Any]:
+    from firn.maintenance.base import dry_run_entry
+
     table = catalog.load_table(name)
-    method = method_for(operation, table)
-    op = getattr(table.maintenance, method)(**options)
+    op = table.maintenance.operation(operation, options)
     if dry_run:
-        plan = op.plan()
-        entry: dict[str, Any] = plan.to_dict()
-        entry.update({"dry_run": True, "description": str(plan)})
-        return entry
+        return dry_run_entry(op.plan())
     from firn.spark.runner import SparkRunner
 
     assert spark is not None
@@ -275,7 +240,6 @@ __all__ = [
     "ENV_CATALOG_PROPERTIES",
     "ENV_CATALOG_URI",
     "ENV_CATALOG_WAREHOUSE",
-    "OPERATIONS",
     "environment_options",
     "main",
     "parse_args",

@@ -3,13 +3,20 @@
 
 ::
 
-    from firn_airflow.operators import FirnRewriteDataFilesOperator, firn_table_maintenance
+    from firn_airflow.operators import FirnRewriteDataFilesOperator, SparkSettings, firn_table_maintenance
 
-    FirnRewriteDataFilesOperator(task_id="compact", table="db.events", runner="auto")
-    FirnRewriteDataFilesOperator.partial(task_id="compact", runner="local").expand(table=tables)
+    FirnRewriteDataFilesOperator(
+        task_id="compact",
+        table="db.events",
+        execution="auto",
+        options={"min_input_files": 2},
+        spark=SparkSettings(conn_id="spark_default", driver_memory="2g"),
+    )
+    FirnRewriteDataFilesOperator.partial(task_id="compact", execution="worker").expand(table=tables)
     firn_table_maintenance("db.events", skip_if_not_recommended=True)
 """
 
+from firn_airflow.hooks.spark_job import SparkSettings
 from firn_airflow.operators.base import FirnMaintenanceBaseOperator
 from firn_airflow.operators.group import firn_table_maintenance
 from firn_airflow.operators.maintenance import (
@@ -34,6 +41,7 @@ __all__ = [
     "FirnRewriteDeletionVectorsOperator",
     "FirnRewriteManifestsOperator",
     "FirnSparkSubmitOperator",
+    "SparkSettings",
     "firn_table_maintenance",
     "maintenance_alias",
 ]

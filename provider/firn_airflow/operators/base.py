@@ -10,7 +10,7 @@ A run, in order:
 3. unless it is a dry run, check the table's maintenance lease: held means skip, wait or fail
    (``on_lease_held``); the operation takes the lease itself, and a ``LeaseHeld`` it raises
    (a run that started in between) is handled the same way;
-4. run it where ``runner`` says (:mod:`firn_airflow.operators.runners`);
+4. run it where ``execution`` says (:mod:`firn_airflow.operators.execution`);
 5. return the typed result's ``to_dict()`` (XCom) and record it, with the table's health after
    the run, as the table asset's event (:mod:`firn_airflow.operators.outlets`); OpenLineage
    gets the files and bytes rewritten (:mod:`firn_airflow.operators.lineage`).
@@ -22,19 +22,24 @@ raised without the chain of causes behind it.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
 from firn.catalog.lease import LEASE_OWNER_LABEL, lease_held_error
 from firn.errors import FirnError, LeaseHeld, ValidationError
+from firn.maintenance.base import MaintenancePlan, MaintenanceResult, dry_run_entry
 from firn_airflow.assets import firn_asset
 from firn_airflow.constants import DEFAULT_CONN_ID, EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
 from firn_airflow.hooks.firn import FirnHook
+from firn_airflow.hooks.spark_job import SparkSettings
+from firn_airflow.operators.execution import DEFAULT_SPARK_MIN_BYTES, check_execution, choose_execution
 from firn_airflow.operators.lineage import (
+    MaintenanceLineage,
     dataset_identity,
     deletion_summary,
     maintenance_lineage,
@@ -42,29 +47,29 @@ from firn_airflow.operators.lineage import (
 )
 from firn_airflow.operators.options import merge_options
 from firn_airflow.operators.outlets import default_outlets, publish_event
-from firn_airflow.operators.runners import (
-    DEFAULT_SPARK_MIN_BYTES,
-    check_runner,
-    choose_runner,
-    operation_for,
-    plan_entry,
-    run_local,
-)
-from firn_airflow.operators.spark_job import DEFAULT_SPARK_CONN_ID, SparkMaintenanceJob, SparkSettings
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from firn.catalog.base import Catalog
     from firn.table.table import Table
-    from firn_airflow.hooks.firn import CatalogConfig
 
 LEASE_POLICIES = ("skip", "wait", "fail")
 DEFAULT_LEASE_WAIT_TIMEOUT_S = 3600.0
 DEFAULT_LEASE_POLL_INTERVAL_S = 10.0
 
+T = TypeVar("T")
+
 # What a run does: (operation, options) pairs, e.g. [("rewrite_data_files", {"min-input-files": 2})].
 Work = list[tuple[str, dict[str, Any]]]
+
+
+def _entry(value: MaintenanceResult | MaintenancePlan[Any]) -> dict[str, Any]:
+    """A typed result (or a dry run's plan) as the JSON XCom and the asset event carry."""
+    if isinstance(value, MaintenanceResult):
+        out: dict[str, Any] = json.loads(json.dumps(value.to_dict()))
+        return out
+    return dry_run_entry(value)
 
 
 def owner_label(context: Mapping[str, Any]) -> str:
@@ -77,15 +82,6 @@ def owner_label(context: Mapping[str, Any]) -> str:
     return f"airflow {ti.dag_id}.{ti.task_id}{mapped} {ti.run_id}"
 
 
-def _in_context(error: FirnError, where: str, config: CatalogConfig) -> FirnError:
-    """The same kind of error with ``where`` added (and the connection's secrets removed)."""
-    message = config.redact(f"{error} ({where})")
-    try:
-        return type(error)(message)
-    except TypeError:  # an error class with a richer constructor: keep the root kind
-        return FirnError(message)
-
-
 class FirnMaintenanceBaseOperator(BaseOperator):
     """Base of the Firn maintenance operators (see the module docstring for what a run does).
 
@@ -93,23 +89,19 @@ class FirnMaintenanceBaseOperator(BaseOperator):
     :param firn_conn_id: the Firn connection (default ``firn_default``).
     :param options: the operation's options by Iceberg name, hyphenated or with underscores
         (templated), e.g. ``{"min-input-files": 2}``.
-    :param runner: ``"spark"`` (spark-submit, default), ``"local"`` (in the worker) or
-        ``"auto"`` (Spark when the table's live data files exceed ``spark_min_bytes``).
+    :param execution: where the operation runs: ``"spark"`` (spark-submit, default),
+        ``"worker"`` (in the Airflow worker) or ``"auto"`` (Spark when the table's live data
+        files exceed ``spark_min_bytes``).
     :param spark_min_bytes: the ``auto`` threshold (default 1 GiB; templated, e.g. from a DAG
         param: ``"{{ params.spark_min_bytes }}"``).
-    :param spark_conn_id: the Spark connection (must exist; default ``spark_default``).
-    :param conf: Spark configuration for spark-submit (templated).
-    :param py_files: ``--py-files`` (templated), e.g. a zip of Firn from ``firn.spark.package()``.
-    :param archives: ``--archives`` (templated), e.g. a packed venv.
-    :param executor_cores: spark-submit ``--executor-cores``.
-    :param executor_memory: spark-submit ``--executor-memory``.
-    :param num_executors: spark-submit ``--num-executors``.
-    :param total_executor_cores: spark-submit ``--total-executor-cores``.
-    :param driver_memory: spark-submit ``--driver-memory``.
-    :param env_vars: environment of spark-submit and the driver (templated); the catalog
-        settings are added to it (``FIRN_CATALOG_*``), never to the command line.
-    :param result_dir: where the Spark job writes its result when the driver is not in this
-        worker (cluster deploy mode): a location both reach, e.g. ``s3://bucket/tmp``.
+    :param spark: how to submit to Spark (templated): a
+        :class:`~firn_airflow.hooks.spark_job.SparkSettings` or a dict of its fields --
+        ``conn_id`` (the Spark connection, must exist; default ``spark_default``), ``conf``,
+        ``py_files`` (e.g. a zip of Firn from ``firn.spark.package()``), ``archives``,
+        ``executor_cores``, ``executor_memory``, ``num_executors``, ``total_executor_cores``,
+        ``driver_memory``, ``env_vars`` (the catalog settings are added to them,
+        ``FIRN_CATALOG_*``, never to the command line) and ``result_dir`` (where the job
+        writes its result when the driver is not in this worker, cluster deploy mode).
     :param dry_run: only plan; the return value is the plan (no lease, no Spark, no commit).
         A dry run changes nothing, so it declares no outlet by default: no asset event, no
         DAG triggered by one.
@@ -123,20 +115,8 @@ class FirnMaintenanceBaseOperator(BaseOperator):
     # The ``table.maintenance`` operation (``firn.maintenance.operations``) this operator runs.
     OPERATION: ClassVar[str] = ""
 
-    template_fields: Sequence[str] = (
-        "table",
-        "options",
-        "spark_min_bytes",
-        "conf",
-        "py_files",
-        "archives",
-        "env_vars",
-    )
-    template_fields_renderers: ClassVar[dict[str, str]] = {
-        "options": "json",
-        "conf": "json",
-        "env_vars": "json",
-    }
+    template_fields: Sequence[str] = ("table", "options", "spark_min_bytes", "spark")
+    template_fields_renderers: ClassVar[dict[str, str]] = {"options": "json", "spark": "json"}
     ui_color = "#dbeef7"
 
     def __init__(
@@ -145,19 +125,9 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         table: str,
         firn_conn_id: str = DEFAULT_CONN_ID,
         options: dict[str, Any] | None = None,
-        runner: str = "spark",
+        execution: str = "spark",
         spark_min_bytes: int | str = DEFAULT_SPARK_MIN_BYTES,
-        spark_conn_id: str = DEFAULT_SPARK_CONN_ID,
-        conf: dict[str, Any] | None = None,
-        py_files: str | None = None,
-        archives: str | None = None,
-        executor_cores: int | None = None,
-        executor_memory: str | None = None,
-        num_executors: int | None = None,
-        total_executor_cores: int | None = None,
-        driver_memory: str | None = None,
-        env_vars: dict[str, str] | None = None,
-        result_dir: str | None = None,
+        spark: SparkSettings | Mapping[str, Any] | None = None,
         dry_run: bool = False,
         skip_if_not_recommended: bool = False,
         on_lease_held: str = "skip",
@@ -169,7 +139,7 @@ class FirnMaintenanceBaseOperator(BaseOperator):
             kwargs["outlets"] = default_outlets(firn_conn_id, table)
         super().__init__(**kwargs)
         # Wrong choices fail when the DAG is parsed, not at 3 a.m.
-        check_runner(runner)
+        check_execution(execution)
         if on_lease_held not in LEASE_POLICIES:
             raise ValidationError(
                 f"on_lease_held must be one of {list(LEASE_POLICIES)}, got {on_lease_held!r}"
@@ -179,26 +149,18 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         self.table = table
         self.firn_conn_id = firn_conn_id
         self.options = options
-        self.runner = runner
+        self.execution = execution
         self.spark_min_bytes = spark_min_bytes
-        self.spark_conn_id = spark_conn_id
-        self.conf = conf
-        self.py_files = py_files
-        self.archives = archives
-        self.executor_cores = executor_cores
-        self.executor_memory = executor_memory
-        self.num_executors = num_executors
-        self.total_executor_cores = total_executor_cores
-        self.driver_memory = driver_memory
-        self.env_vars = env_vars
-        self.result_dir = result_dir
+        # A dict (JSON, so templated and serialized like any argument) of SparkSettings' fields.
+        self.spark = dataclasses.asdict(spark) if isinstance(spark, SparkSettings) else spark
         # ``BaseOperator.dry_run()`` is a method (render templates only): keep the flag apart.
         self.plan_only = dry_run
         self.skip_if_not_recommended = skip_if_not_recommended
         self.on_lease_held = on_lease_held
         self.lease_wait_timeout = lease_wait_timeout
         self.lease_poll_interval = lease_poll_interval
-        self._spark_job: SparkMaintenanceJob | None = None
+        self._hook: FirnHook | None = None
+        self._lineage: MaintenanceLineage | None = None
         self._table_name: str | None = None
         self._table_location: str | None = None
         self._results: list[dict[str, Any]] | None = None
@@ -286,41 +248,35 @@ class FirnMaintenanceBaseOperator(BaseOperator):
 
     def _execute(self, context: Context) -> Any:
         table_name = self._table_name = self._rendered_table()
-        hook = FirnHook(self.firn_conn_id)
-        config = hook.get_config()
-        extra_properties = {LEASE_OWNER_LABEL: owner_label(context)}
-        catalog = dataclasses.replace(config, properties={**config.properties, **extra_properties}).load()
+        hook = self._hook = FirnHook(
+            self.firn_conn_id, catalog_properties={LEASE_OWNER_LABEL: owner_label(context)}
+        )
         try:
-            try:
-                table = catalog.load_table(table_name)
-            except FirnError as e:
-                raise _in_context(e, f"connection {self.firn_conn_id!r}", config) from None
+            table = hook.load_table(table_name)
+            catalog = hook.get_catalog()
             self._table_location = table.location  # OpenLineage names the table by it
             reason = self.skip_reason(table)
             if reason is not None:
                 raise AirflowSkipException(reason)
             work = self.work(table)
-            runner = choose_runner(
-                self.runner, table.health() if self.runner == "auto" else None, self._spark_min_bytes()
+            execution = choose_execution(
+                self.execution, table.health() if self.execution == "auto" else None, self._spark_min_bytes()
             )
             deadline = time.monotonic() + self.lease_wait_timeout
             if not self.plan_only:
                 self._check_lease(catalog, table_name, work[0][0], deadline)
-            results = []
+            typed: list[MaintenanceResult | MaintenancePlan[Any]] = []
             for operation, options in work:
                 table.refresh()
-                results.append(
-                    self._run_one(
-                        table, operation, options, runner, catalog, config, extra_properties, deadline
-                    )
-                )
+                typed.append(self._run_one(hook, table, operation, options, execution, deadline, context))
             table.refresh()
             health = table.health().to_dict()
         finally:
-            close = getattr(catalog, "close", None)
-            if close is not None:
-                close()
+            hook.close()
+        # Dicts from here on: XCom, the asset event and the task log take JSON.
+        results = [_entry(r) for r in typed]
         self._results = results
+        self._lineage = maintenance_lineage(r for r in typed if isinstance(r, MaintenanceResult))
         outlet_events = context.get("outlet_events")  # absent when called outside a task run
         if outlet_events is not None and not publish_event(
             outlet_events,
@@ -333,57 +289,69 @@ class FirnMaintenanceBaseOperator(BaseOperator):
 
     def _run_one(
         self,
+        hook: FirnHook,
         table: Table,
         operation: str,
         options: dict[str, Any],
-        runner: str,
-        catalog: Catalog,
-        config: CatalogConfig,
-        extra_properties: dict[str, str],
+        execution: str,
         deadline: float,
-    ) -> dict[str, Any]:
+        context: Context,
+    ) -> MaintenanceResult | MaintenancePlan[Any]:
         name = table.name
+        spark = self._spark_settings()
         if self.plan_only:
             self.log.info("Planning %s on %s (dry run) with options %s", operation, name, options)
-            return plan_entry(table, operation, options)
-        fn: Callable[[], dict[str, Any]]
-        if runner == "local":
+        elif execution == "worker":
             self.log.info("Running %s on %s in this worker with options %s", operation, name, options)
-            fn = lambda: run_local(table, operation, options)  # noqa: E731
         else:
-            operation_for(table, operation, options)  # bad options fail here, before a JVM starts
-            self._spark_job = job = SparkMaintenanceJob(
-                self._spark_settings(), config, extra_properties=extra_properties, log=self.log
-            )
             self.log.info(
                 "Submitting %s on %s to Spark (connection %r) with options %s",
                 operation,
                 name,
-                self.spark_conn_id,
+                spark.conn_id,
                 options,
             )
-            fn = lambda: job.run(operation, name, options)  # noqa: E731
-        result = self._with_lease_policy(fn, catalog, name, deadline)
-        self.log.info("%s on %s: %s", operation, name, result)
-        summary = deletion_summary(result)
-        if summary is not None:
-            self.log.info("%s on %s: %s", operation, name, summary)
+        where: Literal["worker", "spark"] = "spark" if execution == "spark" else "worker"
+        result = self._with_lease_policy(
+            lambda: hook.run_operation(
+                table,
+                operation,
+                options,
+                execution=where,
+                dry_run=self.plan_only,
+                spark=spark,
+                context=context,
+                log=self.log,
+            ),
+            hook.get_catalog(),
+            name,
+            deadline,
+        )
+        if isinstance(result, MaintenanceResult):
+            self.log.info("%s on %s: %s", operation, name, result.to_dict())
+            summary = deletion_summary(result.to_dict())
+            if summary is not None:
+                self.log.info("%s on %s: %s", operation, name, summary)
         return result
 
     def _spark_settings(self) -> SparkSettings:
-        return SparkSettings(
-            conn_id=self.spark_conn_id,
-            conf=dict(self.conf or {}),
-            py_files=self.py_files,
-            archives=self.archives,
-            executor_cores=self.executor_cores,
-            executor_memory=self.executor_memory,
-            num_executors=self.num_executors,
-            total_executor_cores=self.total_executor_cores,
-            driver_memory=self.driver_memory,
-            env_vars=dict(self.env_vars or {}),
-            result_dir=self.result_dir,
-        )
+        """The ``spark`` argument (rendered) as :class:`SparkSettings`."""
+        value: object = self.spark
+        if value is None:
+            return SparkSettings()
+        if isinstance(value, SparkSettings):
+            return value
+        if not isinstance(value, Mapping):
+            raise ValidationError(
+                f"spark must be SparkSettings or a dict of its fields, got {type(value).__name__}"
+            )
+        known = {f.name for f in dataclasses.fields(SparkSettings)}
+        unknown = sorted(set(map(str, value)) - known)
+        if unknown:
+            raise ValidationError(
+                f"spark has no setting {unknown[0]!r}; settings: {', '.join(sorted(known))}"
+            )
+        return SparkSettings(**{str(k): v for k, v in value.items()})
 
     # -- the maintenance lease ----------------------------------------------------------------------
     def _check_lease(self, catalog: Catalog, table: str, operation: str, deadline: float) -> None:
@@ -393,9 +361,7 @@ class FirnMaintenanceBaseOperator(BaseOperator):
                 lease_held_error(holder, operation, int(time.time() * 1000)), catalog, table, deadline
             )
 
-    def _with_lease_policy(
-        self, fn: Callable[[], dict[str, Any]], catalog: Catalog, table: str, deadline: float
-    ) -> dict[str, Any]:
+    def _with_lease_policy(self, fn: Callable[[], T], catalog: Catalog, table: str, deadline: float) -> T:
         while True:
             try:
                 return fn()
@@ -424,9 +390,9 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         self.log.info("The maintenance lease on %s is free", table)
 
     def on_kill(self) -> None:
-        """Stop the Spark job this task submitted (a local run stops with the task process)."""
-        if self._spark_job is not None:
-            self._spark_job.kill()
+        """Stop the Spark job this task submitted (a run in the worker stops with the task)."""
+        if self._hook is not None:
+            self._hook.kill()
 
     # -- lineage ------------------------------------------------------------------------------------
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
@@ -435,7 +401,7 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         if self._results is None or self._table_name is None or self._table_location is None:
             return None
         identity = dataset_identity(self.firn_conn_id, self._table_name, self._table_location)
-        return openlineage_facets(identity, maintenance_lineage(self._results))
+        return openlineage_facets(identity, self._lineage or maintenance_lineage(self._results))
 
 
 __all__ = ["LEASE_POLICIES", "FirnMaintenanceBaseOperator", "Work", "owner_label"]

@@ -1,5 +1,5 @@
 """``firn_table_maintenance``: the six maintenance operators of a table as one TaskGroup, chained
-in nightly order (``firn.maintenance.operations.NIGHTLY_ORDER``): rewrite deletion vectors ->
+in nightly order (``firn.maintenance.registry.nightly_order()``): rewrite deletion vectors ->
 compact -> flush the V4 root -> rewrite manifests -> expire snapshots -> remove orphan files.
 Deletes are merged before compaction so it reads fewer delete files; compaction comes before
 the flush and the manifest rewrite, which then see its output; expiry after them frees the
@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any, cast
 from airflow.sdk import TaskGroup, XComArg
 
 from firn.errors import ValidationError
-from firn.maintenance.operations import NIGHTLY_ORDER, REMOVE_ORPHAN_FILES
+from firn.maintenance import registry
+from firn.maintenance.operations import REMOVE_ORPHAN_FILES
 from firn.maintenance.options import normalize_name
 from firn_airflow.constants import DEFAULT_CONN_ID
 from firn_airflow.operators.base import FirnMaintenanceBaseOperator
-from firn_airflow.operators.maintenance import OPERATORS
+from firn_airflow.operators.maintenance import operator_for
 from firn_airflow.operators.outlets import is_template
 from firn_airflow.operators.recommended import operation_name
 
@@ -56,8 +57,8 @@ def firn_table_maintenance(
     table: str | list[str] | XComArg | Any,
     *,
     firn_conn_id: str = DEFAULT_CONN_ID,
-    runner: str = "spark",
-    orphans_dry_run: bool | str = True,
+    execution: str = "spark",
+    orphans_delete: bool | str = False,
     group_id: str | None = None,
     operations: list[str] | None = None,
     operation_options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -68,24 +69,26 @@ def firn_table_maintenance(
     :param table: a table name (templated), a list of names or an ``XComArg`` of names (each
         step is then mapped over them).
     :param firn_conn_id: the Firn connection.
-    :param runner: ``"spark"``, ``"local"`` or ``"auto"`` for every step.
-    :param orphans_dry_run: orphan removal only lists orphans unless this is False (or renders
-        to ``"false"``: it may be a template such as ``"{{ params.orphans_dry_run }}"``).
+    :param execution: ``"spark"``, ``"worker"`` or ``"auto"`` for every step.
+    :param orphans_delete: orphan removal only lists orphans unless this is True (or renders
+        to ``"true"``: it may be a template such as ``"{{ params.orphans_delete }}"``); it is
+        the step's ``delete`` option (Iceberg's ``dry-run`` negated).
     :param group_id: the TaskGroup's id (default ``maintain_<table>``; required unless the
         table is a plain name).
     :param operations: only these steps (names or short names), default all six.
     :param operation_options: options per step, keyed by operation, e.g.
         ``{"rewrite_data_files": {"min-input-files": 2}}``.
     :param common: every other operator argument, for every step (``skip_if_not_recommended``,
-        ``on_lease_held``, ``spark_conn_id``, ``conf``, ...); ``older_than`` goes to expiry and
+        ``on_lease_held``, ``spark``, ...); ``older_than`` goes to expiry and
         orphan removal, ``retain_last`` to expiry.
     Task ids are the operation names (``rewrite_data_files``, ...) inside the group.
     """
     if "options" in common:
         raise ValidationError("firn_table_maintenance: options differ per step; pass operation_options")
     per_op = {operation_name(k): dict(v) for k, v in (operation_options or {}).items()}
-    chosen = [operation_name(o) for o in operations] if operations is not None else list(NIGHTLY_ORDER)
-    steps = [op for op in NIGHTLY_ORDER if op in chosen]
+    nightly = registry.nightly_order()
+    chosen = [operation_name(o) for o in operations] if operations is not None else nightly
+    steps = [op for op in nightly if op in chosen]
     mapped = isinstance(table, list | tuple | XComArg)
     with TaskGroup(group_id=_group_id(table, group_id)) as group:
         previous: FirnMaintenanceBaseOperator | MappedOperator | None = None
@@ -96,12 +99,14 @@ def firn_table_maintenance(
                 if k not in _PER_OPERATION_KWARGS or op in _PER_OPERATION_KWARGS[k]
             }
             options = dict(per_op.get(op, {}))
-            if op == REMOVE_ORPHAN_FILES and not any(normalize_name(k) == "dry-run" for k in options):
-                options["dry-run"] = orphans_dry_run
-            kwargs.update(task_id=op, firn_conn_id=firn_conn_id, runner=runner, options=options or None)
+            if op == REMOVE_ORPHAN_FILES and not any(
+                normalize_name(k) in ("delete", "dry-run") for k in options
+            ):
+                options["delete"] = orphans_delete
+            kwargs.update(task_id=op, firn_conn_id=firn_conn_id, execution=execution, options=options or None)
             if previous is not None:
                 kwargs.setdefault("trigger_rule", "all_done")
-            cls = OPERATORS[op]
+            cls = operator_for(op)
             task: FirnMaintenanceBaseOperator | MappedOperator
             if mapped:
                 task = cls.partial(**kwargs).expand(table=list(table) if isinstance(table, tuple) else table)

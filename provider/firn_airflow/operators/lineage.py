@@ -25,15 +25,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from firn.maintenance.operations import (
-    EXPIRE_SNAPSHOTS,
-    FLUSH_ROOT,
-    REMOVE_ORPHAN_FILES,
-    REWRITE_DATA_FILES,
-    REWRITE_DELETION_VECTORS,
-    REWRITE_MANIFESTS,
-    REWRITE_POSITION_DELETE_FILES,
-)
+from firn.errors import ValidationError
+from firn.maintenance import registry
+from firn.maintenance.base import MaintenanceResult
+from firn.maintenance.operations import EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES
 from firn_airflow.constants import ASSET_SCHEME
 
 
@@ -78,36 +73,13 @@ def _sum_values(entry: Mapping[str, Any], key: str) -> int | None:
 
 
 def _figures(entry: Mapping[str, Any]) -> dict[str, int | None]:
-    """The lineage figures of one operation's result."""
-    op = entry.get("operation")
-    if op == REWRITE_DATA_FILES:
-        return {
-            "files_rewritten": _int(entry, "rewritten_data_files_count"),
-            "bytes_rewritten": _int(entry, "rewritten_bytes_count"),
-            "records_rewritten": _int(entry, "rewritten_records"),
-            "files_added": _int(entry, "added_data_files_count"),
-            "bytes_added": _int(entry, "added_bytes_count"),
-        }
-    if op in (REWRITE_DELETION_VECTORS, REWRITE_POSITION_DELETE_FILES):
-        return {
-            "files_rewritten": _int(entry, "rewritten_delete_files_count"),
-            "bytes_rewritten": _int(entry, "rewritten_bytes_count"),
-            "files_added": _int(entry, "added_delete_files_count"),
-            "bytes_added": _int(entry, "added_bytes_count"),
-        }
-    if op == REWRITE_MANIFESTS:
-        return {
-            "files_rewritten": _int(entry, "rewritten_manifests_count"),
-            "files_added": _int(entry, "added_manifests_count"),
-        }
-    if op == FLUSH_ROOT:
-        return {"files_added": _int(entry, "leaves_written"), "bytes_added": _int(entry, "bytes_written")}
-    if op in (EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES):
-        return {
-            "files_deleted": _sum_values(entry, "deleted_files"),
-            "bytes_deleted": _sum_values(entry, "deleted_bytes"),
-        }
-    return {}
+    """The lineage figures of one operation's result (the registry names which result field
+    holds each: ``OperationSpec.lineage``)."""
+    try:
+        spec = registry.spec(str(entry.get("operation")))
+    except ValidationError:
+        return {}
+    return {figure: _sum_values(entry, name) for figure, name in spec.lineage.items()}
 
 
 def deletion_summary(entry: Mapping[str, Any]) -> str | None:
@@ -134,17 +106,23 @@ def deletion_summary(entry: Mapping[str, Any]) -> str | None:
     return prefix + ", ".join(parts)
 
 
-def maintenance_lineage(results: Iterable[Mapping[str, Any]]) -> MaintenanceLineage:
-    """Sum the figures of ``results`` (each an operation's ``result.to_dict()``)."""
+def maintenance_lineage(results: Iterable[Mapping[str, Any] | MaintenanceResult]) -> MaintenanceLineage:
+    """Sum the figures of ``results``: typed results (each carries its figures,
+    ``MaintenanceResult.lineage_figures``) or their ``to_dict()``."""
     totals: dict[str, int | None] = {}
     operations: list[str] = []
     for entry in results:
-        # A dry run's plan (``"dry_run": true`` with its ``description``) changed nothing, nor did
-        # a failed table's entry.
-        if "error" in entry or (entry.get("dry_run") is True and "description" in entry):
-            continue
-        operations.append(str(entry.get("operation")))
-        for key, value in _figures(entry).items():
+        if isinstance(entry, MaintenanceResult):
+            operations.append(entry.OPERATION)
+            figures: Mapping[str, int | None] = entry.lineage_figures()
+        else:
+            # A dry run's plan (``"dry_run": true`` with its ``description``) changed nothing,
+            # nor did a failed table's entry.
+            if "error" in entry or (entry.get("dry_run") is True and "description" in entry):
+                continue
+            operations.append(str(entry.get("operation")))
+            figures = _figures(entry)
+        for key, value in figures.items():
             if value is not None:
                 totals[key] = (totals.get(key) or 0) + value
     return MaintenanceLineage(operations=tuple(operations), **totals)

@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from firn.maintenance import registry
 from firn.maintenance.operations import (
     EXPIRE_SNAPSHOTS,
     FLUSH_ROOT,
@@ -103,7 +104,7 @@ class FirnExpireSnapshotsOperator(FirnMaintenanceBaseOperator):
 class FirnRemoveOrphanFilesOperator(FirnMaintenanceBaseOperator):
     """Find files under the table location that nothing references (Iceberg's
     ``remove_orphan_files``). Like Iceberg's procedure it changes nothing unless
-    ``options={"dry-run": False}``: by default the result lists the orphans (paths, count,
+    ``options={"delete": True}`` (Iceberg's ``dry-run`` false): by default the result lists the orphans (paths, count,
     bytes). With it, removal has two phases: a run records new orphans under
     ``metadata/orphans/`` and deletes those an earlier run recorded at least ``orphans.grace``
     ago (a table property, default ``1d``); only inside the table's own locations. The result
@@ -125,8 +126,9 @@ class FirnRemoveOrphanFilesOperator(FirnMaintenanceBaseOperator):
         return {"older_than": self.older_than}
 
 
-# The operators in the order a nightly run takes (firn.maintenance.operations.NIGHTLY_ORDER).
-OPERATORS: dict[str, type[FirnMaintenanceBaseOperator]] = {
+# Operators with arguments or skips of their own; every other registered operation gets a
+# plain one from :func:`operator_for`.
+_OPERATORS: dict[str, type[FirnMaintenanceBaseOperator]] = {
     op.OPERATION: op
     for op in (
         FirnRewriteDeletionVectorsOperator,
@@ -138,8 +140,28 @@ OPERATORS: dict[str, type[FirnMaintenanceBaseOperator]] = {
     )
 }
 
+
+def operator_for(name: str) -> type[FirnMaintenanceBaseOperator]:
+    """The operator class of the registered operation ``name`` (or short name): one of the
+    classes above, or for an operation registered since, a plain subclass running it."""
+    spec = registry.spec(name)
+    found = _OPERATORS.get(spec.name)
+    if found is None:
+        title = "".join(part.title() for part in spec.name.split("_"))
+        found = type(
+            f"Firn{title}Operator",
+            (FirnMaintenanceBaseOperator,),
+            {
+                "OPERATION": spec.name,
+                "__doc__": f"Run ``{spec.name}``: {spec.summary}.",
+                "__module__": __name__,
+            },
+        )
+        _OPERATORS[spec.name] = found
+    return found
+
+
 __all__ = [
-    "OPERATORS",
     "FirnExpireSnapshotsOperator",
     "FirnFlushRootManifestOperator",
     "FirnRemoveOrphanFilesOperator",
@@ -147,4 +169,5 @@ __all__ = [
     "FirnRewriteDeletionVectorsOperator",
     "FirnRewriteManifestsOperator",
     "PointInTime",
+    "operator_for",
 ]

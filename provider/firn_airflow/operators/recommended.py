@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk.exceptions import AirflowSkipException
 
 from firn.errors import ValidationError
-from firn.maintenance.operations import NIGHTLY_ORDER, SHORT_NAMES
+from firn.maintenance import registry
 from firn_airflow.constants import EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
 from firn_airflow.operators.base import FirnMaintenanceBaseOperator, Work
 from firn_airflow.operators.lineage import maintenance_lineage
@@ -24,11 +24,11 @@ MAINTENANCE = "maintenance"
 
 def operation_name(name: str) -> str:
     """An operation by its ``table.maintenance`` name or short name (``compact``, ``expire``)."""
-    method = SHORT_NAMES.get(name, name)
-    if method not in NIGHTLY_ORDER:
-        known = ", ".join([*NIGHTLY_ORDER, *SHORT_NAMES])
+    spec = registry.spec(name)
+    if not spec.nightly:
+        known = ", ".join([*registry.nightly_order(), *registry.short_names()])
         raise ValidationError(f"unknown maintenance operation {name!r}; known: {known}")
-    return method
+    return spec.name
 
 
 class FirnMaintenanceOperator(FirnMaintenanceBaseOperator):
@@ -37,8 +37,8 @@ class FirnMaintenanceOperator(FirnMaintenanceBaseOperator):
 
     :param operations: consider only these operations (names as in ``recommend()`` or the short
         ``compact`` / ``expire`` / ...); default all.
-    :param options: per-operation options over the recommended ones, keyed by operation, e.g.
-        ``{"rewrite_data_files": {"min-input-files": 2}}`` (templated).
+    :param operation_options: per-operation options over the recommended ones, keyed by
+        operation, e.g. ``{"rewrite_data_files": {"min-input-files": 2}}`` (templated).
 
     Every other argument is the base operator's; ``skip_if_not_recommended`` is implied. The
     return value is ``{"table", "operations", "results", "recommendations"}``; the asset event
@@ -47,9 +47,26 @@ class FirnMaintenanceOperator(FirnMaintenanceBaseOperator):
     """
 
     OPERATION = MAINTENANCE
+    template_fields: Sequence[str] = (*FirnMaintenanceBaseOperator.template_fields, "operation_options")
+    template_fields_renderers: ClassVar[dict[str, str]] = {
+        **FirnMaintenanceBaseOperator.template_fields_renderers,
+        "operation_options": "json",
+    }
 
-    def __init__(self, *, operations: Sequence[str] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        operations: Sequence[str] | None = None,
+        operation_options: Mapping[str, Mapping[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if "options" in kwargs:
+            raise ValidationError(
+                "FirnMaintenanceOperator runs several operations: pass operation_options keyed by "
+                "operation, e.g. {'rewrite_data_files': {'min-input-files': 2}}"
+            )
         super().__init__(**kwargs)
+        self.operation_options = operation_options
         if isinstance(operations, str):
             operations = [operations]
         self.operations = tuple(operation_name(o) for o in operations) if operations is not None else None
@@ -82,10 +99,10 @@ class FirnMaintenanceOperator(FirnMaintenanceBaseOperator):
         ]
 
     def _per_operation_options(self) -> dict[str, Any]:
-        given = self.options or {}
+        given = self.operation_options or {}
         if not isinstance(given, Mapping):
             raise ValidationError(
-                "FirnMaintenanceOperator options are keyed by operation, e.g. "
+                "FirnMaintenanceOperator operation_options are keyed by operation, e.g. "
                 f"{{'rewrite_data_files': {{'min-input-files': 2}}}}; got {type(given).__name__}"
             )
         return {operation_name(str(k)): v for k, v in given.items()}

@@ -18,7 +18,7 @@ and in spark-submit's log line. The job then needs no catalog options::
     )
 
 Before anything is submitted, each of these is one clear task error
-(:class:`~firn_airflow.operators.errors.SparkConnectionError`):
+(:class:`~firn_airflow.errors.SparkConnectionError`):
 
 * the Spark connection does not exist (``SparkSubmitHook`` would otherwise submit to YARN
   without a word);
@@ -33,8 +33,6 @@ injection -- is ``SparkSubmitOperator``'s.
 
 from __future__ import annotations
 
-import os
-import shutil
 from typing import TYPE_CHECKING, Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -42,27 +40,15 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from firn.errors import FirnError
 from firn_airflow.constants import DEFAULT_CONN_ID
 from firn_airflow.hooks.firn import FirnHook
-from firn_airflow.operators.errors import SparkConnectionError
-from firn_airflow.operators.spark_job import DEFAULT_SPARK_CONN_ID, driver_environment
+from firn_airflow.hooks.spark_job import (
+    DEFAULT_SPARK_CONN_ID,
+    driver_environment,
+    preflight,
+    require_spark_connection,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
-
-    from firn_airflow.hooks.firn import CatalogConfig
-
-
-def _require_spark_connection(conn_id: str) -> None:
-    from airflow.sdk import BaseHook
-    from airflow.sdk.exceptions import AirflowNotFoundException
-
-    try:
-        BaseHook.get_connection(conn_id)
-    except AirflowNotFoundException:
-        raise SparkConnectionError(
-            f"Spark connection {conn_id!r} is not defined (SparkSubmitHook would silently submit "
-            f"to YARN instead): add it, e.g. AIRFLOW_CONN_{conn_id.upper()}="
-            '\'{"conn_type": "spark", "host": "local[*]"}\', or pass conn_id'
-        ) from None
 
 
 class FirnSparkSubmitOperator(SparkSubmitOperator):
@@ -93,22 +79,20 @@ class FirnSparkSubmitOperator(SparkSubmitOperator):
     def _prepare(self) -> None:
         """Check everything; ``env_vars`` becomes the catalog's variables with the user's on top."""
         config = FirnHook(self.firn_conn_id).get_config()  # registers the secrets with the masker
-        _require_spark_connection(self._conn_id)
+        require_spark_connection(self._conn_id)
         self.env_vars = {
             **driver_environment(config, {}),
             **{str(k): str(v) for k, v in (self.env_vars or {}).items()},
         }
         # The hook resolves master, deploy mode and binary from the connection and this
         # operator's overrides; the checks read them from it, as the submission will.
-        hook = self._get_hook()
-        self._refuse_secrets_in_cluster_mode(config, hook._connection)
-        binary = str(hook._connection.get("spark_binary") or "spark-submit")
-        path = self.env_vars.get("PATH") or os.environ.get("PATH", "")
-        if shutil.which(binary, path=path) is None:
-            raise SparkConnectionError(
-                f"{binary} is not on PATH (Spark connection {self._conn_id!r}): install pyspark "
-                "(or Spark) in the worker and put its bin directory on PATH"
-            )
+        preflight(
+            self._get_hook(),
+            spark_conn_id=self._conn_id,
+            firn=config,
+            conf=self.conf,
+            env_vars=self.env_vars,
+        )
         # Not kept as self._hook: execute() may still add OpenLineage properties to conf first.
         self.log.info(
             "Spark driver gets Firn catalog %r at %s (connection %r) through its environment",
@@ -116,18 +100,6 @@ class FirnSparkSubmitOperator(SparkSubmitOperator):
             config.display_uri,
             config.conn_id,
         )
-
-    def _refuse_secrets_in_cluster_mode(self, config: CatalogConfig, connection: dict[str, Any]) -> None:
-        # spark-submit's --deploy-mode (the connection's, or this operator's) wins over the conf.
-        mode = connection.get("deploy_mode") or (self.conf or {}).get("spark.submit.deployMode")
-        if mode == "cluster" and config.secrets:
-            raise SparkConnectionError(
-                f"Spark connection {self._conn_id!r} uses cluster deploy mode, where SparkSubmitHook "
-                "passes env_vars as --conf arguments on the command line; Firn connection "
-                f"{config.conn_id!r} holds secrets, which must not go there. Use client deploy mode, "
-                "or a Firn connection without secrets and give the cluster the credentials through "
-                "its own secret mechanism"
-            )
 
 
 __all__ = ["FirnSparkSubmitOperator"]

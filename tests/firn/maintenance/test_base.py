@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import pyarrow as pa
 import pytest
@@ -11,16 +13,23 @@ import pytest
 from firn.catalog.sql import SqlCatalog
 from firn.errors import StalePlan, ValidationError
 from firn.maintenance import FlushRootPlan, FlushRootResult, LocalRunner, MaintenancePlan
-from firn.maintenance.options import Option, options_of, parse_options
+from firn.maintenance.options import MaintenanceOptions, PointInTime, option
 from firn.maintenance.runner import execute_unit, local_io, make_unit
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
-OPTIONS = options_of(
-    Option("min-input-files", "int", "files"),
-    Option("older-than", "timestamp", "cut-off"),
-    Option("rewrite-all", "bool", "all"),
-    Option("strategy", "str", "how", choices=("binpack", "sort")),
-)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Options(MaintenanceOptions):
+    OPERATION: ClassVar[str] = "op"
+
+    min_input_files: int = field(default=5, metadata=option("files", "int"))
+    older_than: PointInTime | None = field(default=None, metadata=option("cut-off", "timestamp"))
+    rewrite_all: bool = field(default=False, metadata=option("all", "bool"))
+    strategy: str | None = field(default=None, metadata=option("how", "str", choices=("binpack", "sort")))
+    partial_progress_enabled: bool = field(
+        default=False, metadata=option("partial", "bool", iceberg="partial-progress.enabled")
+    )
 
 
 def _v4_table(catalog: SqlCatalog, n: int = 3):  # type: ignore[no-untyped-def]
@@ -33,19 +42,31 @@ def _v4_table(catalog: SqlCatalog, n: int = 3):  # type: ignore[no-untyped-def]
 
 def test_options_take_python_and_iceberg_spellings() -> None:
     when = dt.datetime(2024, 1, 2, tzinfo=dt.UTC)
-    got = parse_options(
-        "op", OPTIONS, {"min_input_files": "7", "older-than": when, "rewrite_all": "true", "strategy": None}
+    got = _Options.from_iceberg(
+        {"min_input_files": "7", "older-than": when, "rewrite_all": "true", "strategy": None}
     )
-    assert got == {"min-input-files": 7, "older-than": 1704153600000, "rewrite-all": True}
-    assert parse_options("op", OPTIONS, {"older_than": "2024-01-02T00:00:00Z"}) == {
-        "older-than": 1704153600000
+    assert got == _Options(min_input_files=7, older_than=1704153600000, rewrite_all=True)
+    assert got.to_iceberg() == {
+        "min-input-files": 7,
+        "older-than": 1704153600000,
+        "rewrite-all": True,
+        "partial-progress.enabled": False,
     }
+    assert _Options.from_iceberg({"older_than": "2024-01-02T00:00:00Z"}).older_than == 1704153600000
+    # Iceberg's dotted names have a keyword spelling, and round-trip.
+    dotted = _Options.from_iceberg({"partial_progress_enabled": "true"})
+    assert dotted.partial_progress_enabled is True
+    assert _Options.from_iceberg(dotted.to_iceberg()) == dotted
 
 
 @pytest.mark.parametrize(
     ("given", "message"),
     [
-        ({"min_inputs": 1}, "op has no option 'min_inputs'; valid options: min-input-files, older-than"),
+        (
+            {"min_inputs": 1},
+            "op has no option 'min_inputs'; valid options: min-input-files, .*; did you mean 'min-input-files'\\?",
+        ),
+        ({"rewrite_al": True}, "did you mean 'rewrite-all'"),
         ({"min_input_files": "x"}, "option 'min-input-files' must be an integer"),
         ({"older_than": dt.datetime(2024, 1, 2)}, "needs a timezone-aware datetime"),
         ({"rewrite_all": "yes"}, "must be true or false"),
@@ -55,13 +76,16 @@ def test_options_take_python_and_iceberg_spellings() -> None:
 )
 def test_bad_options_are_clear_errors(given: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
-        parse_options("op", OPTIONS, given)
+        _Options.from_iceberg(given)
 
 
 def test_unknown_operation_option_fails_before_planning(sqlite_catalog: SqlCatalog) -> None:
     t = _v4_table(sqlite_catalog)
-    with pytest.raises(ValidationError, match="flush_root has no option 'forced'; valid options: affiliate"):
-        t.maintenance.flush_root(forced=True)
+    with pytest.raises(
+        ValidationError,
+        match=r"flush_root has no option 'forced'; valid options: affiliate, .*; did you mean 'force'\?",
+    ):
+        t.maintenance.flush_root(forced=True)  # type: ignore[call-arg]
 
 
 def test_plan_round_trips_through_json_and_runs_elsewhere(sqlite_catalog: SqlCatalog, tmp_path: Path) -> None:

@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 
 from firn.deletes.writers import write_equality_delete_files
 from firn.maintenance import TableHealth
-from firn.maintenance.operations import resolve
 from firn.table.table import Table
 from tests.fixtures.catalogs import make_sqlite_catalog
 from tests.fixtures.row_deletes import ROWS_SCHEMA
@@ -156,7 +155,7 @@ def converge(table: Table, expected: list[int]) -> list[list[str]]:
             r = current[listed.operation]
             before = table.health()
             snapshot = table.metadata.current_snapshot_id
-            op: Any = resolve(table.maintenance, r.operation, table.format_version, dict(r.options))
+            op: Any = table.maintenance.operation(r.operation, dict(r.options))
             result = op.run()
             table.refresh()
             after = table.health()

@@ -105,7 +105,7 @@ def _table(directory: Path, operation: str) -> Table:
             p.write_bytes(b"left behind by a writer that crashed days ago")
             os.utime(p, (old, old))
         # Phase one ran two days ago: the strays are recorded, so the run deletes them.
-        t.maintenance.remove_orphan_files(dry_run=False).run()
+        t.maintenance.remove_orphan_files(delete=True).run()
         assert backdate_orphan_record(t, 2 * DAY_MS) == 8
     return t
 

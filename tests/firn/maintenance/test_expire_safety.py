@@ -141,7 +141,7 @@ def test_killed_between_commit_and_deletes(sqlite_catalog: SqlCatalog, tmp_path:
     assert files_on_disk(t.location) >= disk  # nothing deleted before the kill
     check_retained_snapshots(t)
     _wait_out_the_dead_runs_lease(t)
-    result = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
+    result = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, delete=True).run()
     assert would_delete <= set(result.orphan_file_locations)
     # What the orphans were: what expiry would have deleted (the kill left nothing else).
     assert set(result.orphan_file_locations) == would_delete

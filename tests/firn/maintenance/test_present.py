@@ -84,4 +84,4 @@ def test_options_in_the_syntax_of_each_interface() -> None:
     )
     assert cli[1:] == ["   why: why", "   gain: Health cannot tell what this run gains."]
     # The orphan dry-run message: Python's spelling in the library, the CLI's in the CLI.
-    assert DRY_RUN_HINT_PYTHON == "pass dry_run=False" and "-o dry-run=false" in DRY_RUN_HINT_CLI
+    assert DRY_RUN_HINT_PYTHON == "pass delete=True" and "-o dry-run=false" in DRY_RUN_HINT_CLI

@@ -158,7 +158,7 @@ def _orphans_then_expire(t: Table, round_: int) -> bool:
     # Default options: a 3-day cut-off, no force. The writers' files are young and kept; the
     # old files are referenced (by the current or an older snapshot) or planted strays.
     if round_ % 2 == 0:
-        result = t.maintenance.remove_orphan_files(dry_run=False).run()
+        result = t.maintenance.remove_orphan_files(delete=True).run()
         return result.deleted_files > 0
     return _expire(t, round_)
 

@@ -13,7 +13,7 @@ import pytest
 from firn.catalog.sql import SqlCatalog
 from firn.errors import ValidationError
 from firn.maintenance import Estimate, Recommendation, TableHealth
-from firn.maintenance.operations import NIGHTLY_ORDER, resolve
+from firn.maintenance.operations import NIGHTLY_ORDER
 from firn.maintenance.recommend import ORPHAN_MIN_AGE_MS, recommend
 from tests.fixtures.row_deletes import ROWS_SCHEMA, make_table, rows
 
@@ -243,7 +243,7 @@ def test_malformed_thresholds_are_named(key: str, value: str, message: str) -> N
 # -- end to end on real tables ---------------------------------------------------------------------------
 def _run_recommended(table: Any, operation: str) -> Any:
     [r] = [r for r in table.maintenance.recommend() if r.operation == operation]
-    return resolve(table.maintenance, r.operation, table.format_version, dict(r.options)).run()
+    return table.maintenance.operation(r.operation, r.options).run()
 
 
 def test_recommended_flush_runs_by_name_and_is_then_satisfied(sqlite_catalog: SqlCatalog) -> None:

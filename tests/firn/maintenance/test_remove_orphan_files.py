@@ -81,18 +81,18 @@ def test_dry_run_reports_orphans_and_deletes_nothing(sqlite_catalog: SqlCatalog,
     assert result.orphan_files_count == 2 and result.orphan_bytes == 200 and result.deleted_files == 0
     assert set(result.recorded_file_locations) == {stray, old_meta}  # would record: nothing written
     assert files_on_disk(t.location) == disk and orphan_record(t) == {}
-    # dry_run=False, first run: records them (phase one), deletes nothing.
+    # delete=True, first run: records them (phase one), deletes nothing.
     before = rows(t)
-    first = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
+    first = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, delete=True).run()
     assert set(first.recorded_file_locations) == {stray, old_meta} and first.deleted_files == 0
     record = local(first.record_location)
     assert files_on_disk(t.location) == disk | {record} and set(orphan_record(t)) == {stray, old_meta}
     # Within the grace (1 day by default) a second run only waits.
-    waiting = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
+    waiting = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, delete=True).run()
     assert waiting.waiting_files == 2 and waiting.deleted_files == 0 and waiting.recorded_files == 0
     # Recorded a day ago: deleted now, and nothing else; the table still reads.
     backdate_orphan_record(t, DAY_MS)
-    result = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
+    result = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, delete=True).run()
     assert result.deleted_files == 2 and result.deleted_bytes == 200
     assert set(result.deleted_file_locations) == {stray, old_meta}
     assert files_on_disk(t.location) == (disk - {stray, old_meta}) | {record}
@@ -142,9 +142,9 @@ def test_referenced_files_hidden_files_and_the_location_option(sqlite_catalog: S
 def test_plan_round_trips_and_a_commit_after_planning_protects_its_files(sqlite_catalog: SqlCatalog) -> None:
     t = _table(sqlite_catalog)
     old = _plant(t, "data/g=a/registered-later.parquet")
-    t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).run()
+    t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, delete=True).run()
     backdate_orphan_record(t, DAY_MS)
-    plan = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, dry_run=False).plan()
+    plan = t.maintenance.remove_orphan_files(older_than=soon_ms(), force=True, delete=True).plan()
     again = MaintenancePlan.from_json(plan.to_json())
     assert isinstance(again, RemoveOrphanFilesPlan) and again == plan
     assert [o.path for o in plan.to_delete] == [old]
@@ -220,7 +220,7 @@ def test_prefix_mismatch_modes() -> None:
     # DELETE makes the copy an orphan, but it lies outside the table's own location (another
     # scheme): it is kept and reported, never recorded or deleted (issue 18).
     delete = t.maintenance.remove_orphan_files(
-        older_than=soon_ms(), force=True, location=location, prefix_mismatch_mode="DELETE", dry_run=False
+        older_than=soon_ms(), force=True, location=location, prefix_mismatch_mode="DELETE", delete=True
     ).run()
     assert copy not in delete.orphan_file_locations and delete.deleted_files == 0
     assert delete.kept_outside_location == 1 and delete.recorded_files == 0

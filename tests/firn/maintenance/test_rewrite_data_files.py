@@ -91,7 +91,7 @@ def test_defaults_are_iceberg_s_and_the_target_comes_from_the_table(sqlite_catal
     fill(t, "2", appends=2, rows=10)
     plan = t.maintenance.rewrite_data_files().plan()
     assert plan.target_file_size_bytes == 512 * 1024 * 1024  # write.target-file-size-bytes
-    assert {k: v for k, v in plan.options.items() if k not in ("branch", "output-spec-id")} == {
+    assert {k: v for k, v in plan.options.to_iceberg().items() if k not in ("branch", "output-spec-id")} == {
         "strategy": "binpack",
         "target-file-size-bytes": 536_870_912,
         "min-file-size-bytes": 402_653_184,  # 0.75x
@@ -111,7 +111,7 @@ def test_defaults_are_iceberg_s_and_the_target_comes_from_the_table(sqlite_catal
     }
     t.set_properties({"write.target-file-size-bytes": "1000"})
     sized = t.maintenance.rewrite_data_files().plan().options
-    assert (sized["target-file-size-bytes"], sized["min-file-size-bytes"], sized["max-file-size-bytes"]) == (
+    assert (sized.target_file_size_bytes, sized.min_file_size_bytes, sized.max_file_size_bytes) == (
         1000,
         750,
         1800,
@@ -473,7 +473,7 @@ def test_options_are_checked(sqlite_catalog: SqlCatalog) -> None:
         t.maintenance.rewrite_data_files(min_input_files=0).plan()
     # Iceberg's hyphenated (and dotted) names work too.
     op = t.maintenance.rewrite_data_files(**{"partial-progress.enabled": "true", "min-input-files": "2"})
-    assert op.options == {"partial-progress.enabled": True, "min-input-files": 2}
+    assert op.options.given() == {"partial_progress_enabled": True, "min_input_files": 2}
     assert t.maintenance.rewrite_data_files().plan().is_noop  # an empty table
 
 

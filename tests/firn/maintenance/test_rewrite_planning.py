@@ -7,6 +7,7 @@ import pytest
 
 from firn.errors import Unsupported, ValidationError
 from firn.maintenance.data_file_rewriter import parse_sort_order
+from firn.maintenance.options import RewriteDataFilesOptions
 from firn.maintenance.rewrite_planning import FileSizes, commit_batches, order_groups, pack
 from firn.spec.schema import Schema
 from firn.spec.sorting import NullOrder, SortDirection, SortField, SortOrder
@@ -21,13 +22,15 @@ SCHEMA = Schema(
 
 
 def test_sizes_default_to_javas_ratios_and_are_validated() -> None:
-    s = FileSizes.resolve({}, 1000, "op")
+    s = FileSizes.resolve(RewriteDataFilesOptions(), 1000, "op")
     assert (s.target, s.min, s.max) == (1000, 750, 1800)
-    assert FileSizes.resolve({"target-file-size-bytes": 100}, 1000, "op").max == 180
+    assert FileSizes.resolve(RewriteDataFilesOptions(target_file_size_bytes=100), 1000, "op").max == 180
     with pytest.raises(ValidationError, match="min-file-size-bytes \\(900\\) <= target"):
-        FileSizes.resolve({"min-file-size-bytes": 900, "target-file-size-bytes": 800}, 1000, "op")
+        FileSizes.resolve(
+            RewriteDataFilesOptions(min_file_size_bytes=900, target_file_size_bytes=800), 1000, "op"
+        )
     with pytest.raises(ValidationError, match="must be positive"):
-        FileSizes.resolve({"target-file-size-bytes": 0}, 1000, "op")
+        FileSizes.resolve(RewriteDataFilesOptions(target_file_size_bytes=0), 1000, "op")
 
 
 @pytest.mark.parametrize(

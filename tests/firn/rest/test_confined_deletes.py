@@ -98,7 +98,7 @@ def test_maintenance_through_the_rest_client_skips_a_nested_table(
         table.set_properties({"orphans.grace": "0"})
         for _ in range(2):  # record, then delete
             result = table.maintenance.remove_orphan_files(
-                older_than=soon_ms(), force=True, dry_run=False
+                older_than=soon_ms(), force=True, delete=True
             ).run()
         assert result.deleted_file_locations == (str(own),) and not own.exists()
     finally:

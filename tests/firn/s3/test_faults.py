@@ -59,7 +59,7 @@ def settle(f: Faulty, t: Table) -> None:
     the bucket must hold exactly what the table needs."""
     f.proxy.clear()
     for _ in range(2):
-        t.refresh().maintenance.remove_orphan_files(older_than=soon_ms(2), force=True, dry_run=False).run()
+        t.refresh().maintenance.remove_orphan_files(older_than=soon_ms(2), force=True, delete=True).run()
     assert objects(t) == needed(t)
 
 
@@ -153,7 +153,7 @@ def test_maintenance_under_throttling_and_dropped_connections(faulty: Faulty, ve
         m.flush_root(force=True).run()
     m.expire_snapshots(older_than=soon_ms(), retain_last=1).run()
     for _ in range(2):
-        m.remove_orphan_files(older_than=soon_ms(2), force=True, dry_run=False).run()
+        m.remove_orphan_files(older_than=soon_ms(2), force=True, delete=True).run()
     assert proxy.count(outcome="SlowDown") >= 5 and proxy.count(outcome="drop") >= 1
     proxy.clear()
     reloaded = faulty.catalog.load_table("db.t")

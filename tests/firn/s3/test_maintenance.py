@@ -76,9 +76,9 @@ def test_every_operation_leaves_the_rows_and_exactly_the_needed_objects(
     stray = f"{t.location}/data/region=eu/stray-00000.parquet"
     t.io.new_output(stray).write(b"not referenced")
     assert objects(t) - needed(t) == {stray}
-    first = m.remove_orphan_files(older_than=soon_ms(2), force=True, dry_run=False).run(watch.runner)
+    first = m.remove_orphan_files(older_than=soon_ms(2), force=True, delete=True).run(watch.runner)
     assert first.recorded_file_locations == (stray,) and not first.deleted_file_locations
-    second = m.remove_orphan_files(older_than=soon_ms(2), force=True, dry_run=False).run(watch.runner)
+    second = m.remove_orphan_files(older_than=soon_ms(2), force=True, delete=True).run(watch.runner)
     assert second.deleted_file_locations == (stray,)
     assert objects(t) == needed(t) and ids(t.refresh()) == expected
 
@@ -129,12 +129,12 @@ def test_orphan_removal_over_more_than_1000_objects(
     assert len(objects(t)) == len(keep) + 1100
 
     counting.reset_log()
-    first = t.maintenance.remove_orphan_files(older_than=soon_ms(2), force=True, dry_run=False).run()
+    first = t.maintenance.remove_orphan_files(older_than=soon_ms(2), force=True, delete=True).run()
     assert sorted(first.recorded_file_locations) == strays and not first.deleted_file_locations
     # More than 1,000 keys under the table: the listing took more than one page.
     assert counting.count("GET", query="list-type") >= 2
     counting.reset_log()
-    second = t.maintenance.remove_orphan_files(older_than=soon_ms(2), force=True, dry_run=False).run()
+    second = t.maintenance.remove_orphan_files(older_than=soon_ms(2), force=True, delete=True).run()
     assert sorted(second.deleted_file_locations) == strays and second.deleted_files == 1100
     # The deletes went in DeleteObjects batches of at most 1,000 keys, none key by key.
     assert counting.count("POST", query="delete") == math.ceil(1100 / 1000)

@@ -118,7 +118,7 @@ def test_spark_runner_units_run_against_s3(spark: Any, s3_catalog: SqlCatalog) -
     t.maintenance.expire_snapshots(older_than=soon_ms(), retain_last=1).run(runner)
     t.io.new_output(f"{t.location}/data/stray.parquet").write(b"x")
     for _ in range(2):
-        t.maintenance.remove_orphan_files(older_than=soon_ms(2), force=True, dry_run=False).run(runner)
+        t.maintenance.remove_orphan_files(older_than=soon_ms(2), force=True, delete=True).run(runner)
     assert ids(t.refresh()) == expected
     assert objects(t) == needed(t)
 

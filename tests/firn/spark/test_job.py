@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from firn.errors import Unsupported
 from firn.spark import job
 from firn.table.table import Table
 from tests.fixtures.maintenance import backdate_orphan_record
@@ -84,21 +83,9 @@ def test_results_go_to_paths_and_fileio_uris(tmp_path: Path) -> None:
     assert (tmp_path / "a" / "r.json").read_text() == "[1]" and (tmp_path / "b.json").read_text() == "[2]"
 
 
-def test_a_missing_operation_is_a_clear_error() -> None:
-    class _Maintenance:
-        def flush_root(self) -> None: ...
-
-    class _Table:
-        format_version = 2
-        maintenance = _Maintenance()
-
-    with pytest.raises(
-        Unsupported, match=r"'compact' needs table.maintenance.rewrite_data_files, which this Firn"
-    ):
-        job.method_for("compact", _Table())  # type: ignore[arg-type]
-    with pytest.raises(Unsupported, match="rewrite_position_delete_files"):
-        job.method_for("rewrite-dvs", _Table())  # type: ignore[arg-type]
-    assert job.method_for("flush", _Table()) == "flush_root"  # type: ignore[arg-type]
+def test_an_unknown_operation_is_a_clear_error() -> None:
+    with pytest.raises(job._ArgumentError, match="invalid choice: 'compacts'"):
+        job.parse_args(["compacts", "--table", "db.t", "--result", "r.json"])
 
 
 def _script(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -175,7 +162,7 @@ def _plant_orphans(table: Table) -> None:
     for i in range(2):
         Path(table.location.removeprefix("file://"), "data", f"stray-{i}.parquet").write_bytes(b"x")
     # Phase one ran two days ago: the strays are recorded, so the job's run deletes them.
-    table.maintenance.remove_orphan_files(older_than=_later(), force=True, dry_run=False).run()
+    table.maintenance.remove_orphan_files(older_than=_later(), force=True, delete=True).run()
     backdate_orphan_record(table, 2 * 24 * 3600 * 1000)
 
 

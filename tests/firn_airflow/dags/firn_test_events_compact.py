@@ -21,4 +21,4 @@ with DAG(
     start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
     catchup=False,
 ) as dag:
-    FirnRewriteDataFilesOperator(task_id="compact", table=TABLE, firn_conn_id=CONN_ID, runner="local")
+    FirnRewriteDataFilesOperator(task_id="compact", table=TABLE, firn_conn_id=CONN_ID, execution="worker")

@@ -10,7 +10,12 @@ from airflow.sdk import DAG
 
 from firn_airflow.operators import FirnFlushRootManifestOperator
 
-CONN = {"table": "db.events", "firn_conn_id": "firn_op_lease", "runner": "local", "options": {"force": True}}
+CONN = {
+    "table": "db.events",
+    "firn_conn_id": "firn_op_lease",
+    "execution": "worker",
+    "options": {"force": True},
+}
 
 with DAG(
     dag_id="firn_test_op_lease",

@@ -9,7 +9,7 @@ from airflow.sdk import DAG, Param, chain
 
 from firn_airflow.operators import FirnExpireSnapshotsOperator, FirnRewriteDataFilesOperator
 
-COMMON = {"table": "db.events", "firn_conn_id": "firn_op_lineage", "runner": "local"}
+COMMON = {"table": "db.events", "firn_conn_id": "firn_op_lineage", "execution": "worker"}
 
 with DAG(
     dag_id="firn_test_op_lineage",

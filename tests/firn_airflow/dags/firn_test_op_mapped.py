@@ -30,16 +30,16 @@ with DAG(
 
     tables = list_tables()
     compact = FirnRewriteDataFilesOperator.partial(
-        task_id="compact", firn_conn_id=CONN_ID, runner="local", options={"min-input-files": 2}
+        task_id="compact", firn_conn_id=CONN_ID, execution="worker", options={"min-input-files": 2}
     ).expand(table=tables)
     nightly = firn_table_maintenance(
-        tables, group_id="nightly", firn_conn_id=CONN_ID, runner="local", skip_if_not_recommended=True
+        tables, group_id="nightly", firn_conn_id=CONN_ID, execution="worker", skip_if_not_recommended=True
     )
     compact >> nightly
     firn_table_maintenance(
         "ops.solo",
         firn_conn_id=CONN_ID,
-        runner="local",
+        execution="worker",
         operations=["flush", "expire"],
         operation_options={"flush_root": {"force": True}},
         older_than="{{ params.expire_before }}",

@@ -16,7 +16,7 @@ from firn_airflow.operators import (
     FirnRewriteDataFilesOperator,
 )
 
-CONN = {"firn_conn_id": "firn_op_recommend", "runner": "local"}
+CONN = {"firn_conn_id": "firn_op_recommend", "execution": "worker"}
 
 with DAG(
     dag_id="firn_test_op_recommend",
@@ -38,7 +38,7 @@ with DAG(
     FirnMaintenanceOperator(
         task_id="maintain_busy2",
         table="db.busy2",
-        options={"compact": {"min-input-files": 2}},
+        operation_options={"compact": {"min-input-files": 2}},
         **CONN,
     )
     FirnMaintenanceOperator(task_id="maintain_quiet", table="db.quiet", **CONN)

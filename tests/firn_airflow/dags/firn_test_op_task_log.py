@@ -14,7 +14,7 @@ from airflow.sdk import DAG
 
 from firn_airflow.operators import FirnFlushRootManifestOperator, FirnRewriteDataFilesOperator
 
-GOOD = {"firn_conn_id": "firn_op_errors", "runner": "local"}
+GOOD = {"firn_conn_id": "firn_op_errors", "execution": "worker"}
 
 with DAG(
     dag_id="firn_test_op_task_log",
@@ -26,9 +26,9 @@ with DAG(
         task_id="flush_with_secrets",
         table="db.events",
         firn_conn_id="firn_op_secret",
-        runner="spark",
+        execution="spark",
         options={"force": True},
-        conf={"spark.ui.enabled": "false"},
+        spark={"conf": {"spark.ui.enabled": "false"}},
     )
     FirnRewriteDataFilesOperator(task_id="missing_table", table="db.nope", **GOOD)
     # A malformed literal name fails when the DAG is parsed; a rendered one when the task runs.
@@ -40,7 +40,7 @@ with DAG(
         task_id="missing_spark_conn",
         table="db.events",
         firn_conn_id="firn_op_errors",
-        spark_conn_id="spark_op_missing",
+        spark={"conn_id": "spark_op_missing"},
     )
     FirnRewriteDataFilesOperator(
         task_id="unknown_option", table="db.events", options={"min-input-filez": 2}, **GOOD

@@ -12,7 +12,8 @@ from airflow.sdk import Connection
 import firn
 from firn.errors import NoSuchNamespace, NoSuchTable, ValidationError
 from firn_airflow.errors import FirnConnectionError, FirnConnectionNotFound
-from firn_airflow.hooks.firn import FirnHook, catalog_config
+from firn_airflow.hooks.connection import catalog_config
+from firn_airflow.hooks.firn import FirnHook
 from tests.fixtures.airflow import airflow_cli
 
 pytestmark = pytest.mark.airflow

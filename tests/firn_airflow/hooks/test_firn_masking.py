@@ -85,7 +85,7 @@ def test_every_form_of_a_uri_password_is_masked(
     from airflow.sdk._shared.secrets_masker import redact
     from airflow.sdk.definitions.connection import Connection
 
-    from firn_airflow.hooks.firn import catalog_config
+    from firn_airflow.hooks.connection import catalog_config
 
     config = catalog_config(Connection(conn_id="firn_forms", conn_type="firn", host=host, password=password))
     for form in {secret, *(s for s in config.secrets)}:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from firn_airflow.operators.execution import plan_entry, run_in_worker
 from firn_airflow.operators.lineage import (
     MAINTENANCE_FACET,
     dataset_identity,
@@ -25,7 +26,6 @@ from firn_airflow.operators.lineage import (
     openlineage_facets,
     storage_identity,
 )
-from firn_airflow.operators.runners import plan_entry, run_local
 from tests.firn_airflow.operators.helpers import (
     COMPACT_OPTIONS,
     DV_OPTIONS,
@@ -47,7 +47,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     catalog = catalog_with_table(tmp_path_factory.mktemp("lineage"))
     table = catalog.load_table("db.events")
     add_orphans(table, "orphan.parquet")
-    table.maintenance.remove_orphan_files(dry_run=False).run()  # phase one: recorded...
+    table.maintenance.remove_orphan_files(delete=True).run()  # phase one: recorded...
     backdate_orphan_record(table, 2 * 24 * 3600 * 1000)  # ...two days ago: the run below deletes it
     out = {}
     for op, options in [
@@ -58,7 +58,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
         ("expire_snapshots", {"older_than": int(time.time() * 1000) + 1000, "retain_last": 1}),
         ("remove_orphan_files", {"dry_run": False}),
     ]:
-        out[op] = run_local(table.refresh(), op, options)
+        out[op] = run_in_worker(table.refresh(), op, options)
     return out
 
 

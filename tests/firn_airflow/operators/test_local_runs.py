@@ -1,4 +1,4 @@
-"""The operators with ``runner="local"`` through real ``dag.test()`` runs on real SQLite catalogs:
+"""The operators with ``execution="worker"`` through real ``dag.test()`` runs on real SQLite catalogs:
 results to XCom and to the table asset's events, templates, dry runs, skips.
 """
 
@@ -239,7 +239,7 @@ def test_a_lease_the_operation_meets_is_handled_like_one_found_before(
 
     from firn.errors import LeaseHeld
     from firn_airflow.operators import FirnFlushRootManifestOperator
-    from firn_airflow.operators.runners import run_local
+    from firn_airflow.operators.execution import run_in_worker
 
     catalog = catalog_with_table(tmp_path)
     table = catalog.load_table("db.events")
@@ -250,7 +250,7 @@ def test_a_lease_the_operation_meets_is_handled_like_one_found_before(
         assert held.wait(30)
 
         def flush() -> dict[str, object]:  # as if another run took the lease after the check
-            return run_local(table.refresh(), "flush_root", {"force": True})
+            return run_in_worker(table.refresh(), "flush_root", {"force": True})
 
         def operator(policy: str) -> FirnFlushRootManifestOperator:
             return FirnFlushRootManifestOperator(

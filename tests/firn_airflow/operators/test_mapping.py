@@ -44,7 +44,7 @@ def test_outlets_are_declared_when_the_dag_is_parsed(airflow_home: Path) -> None
     for op in NIGHTLY:
         task = dag.task_dict[f"nightly.{op}"]
         assert task.outlets == [alias]
-        assert task.partial_kwargs["options"] == ({"dry-run": True} if op == "remove_orphan_files" else None)
+        assert task.partial_kwargs["options"] == ({"delete": False} if op == "remove_orphan_files" else None)
     # A table named in the DAG file: its own asset.
     solo = dag.task_dict["maintain_ops_solo.expire_snapshots"]
     assert solo.outlets == [maintenance_asset(CONN_ID, "ops.solo")]

@@ -57,8 +57,8 @@ def test_operators_declare_outlets_at_parse_time(airflow_home: Path) -> None:
 
 
 def test_bad_choices_fail_when_the_dag_is_parsed() -> None:
-    with pytest.raises(ValidationError, match="runner must be one of"):
-        FirnRewriteDataFilesOperator(task_id="t", table="db.t", runner="yarn")
+    with pytest.raises(ValidationError, match="execution must be one of"):
+        FirnRewriteDataFilesOperator(task_id="t", table="db.t", execution="yarn")
     with pytest.raises(ValidationError, match="on_lease_held must be one of"):
         FirnRewriteDataFilesOperator(task_id="t", table="db.t", on_lease_held="retry")
     with pytest.raises(ValidationError, match="unknown maintenance operation 'vacuum'"):

@@ -12,7 +12,9 @@ pytestmark = pytest.mark.airflow
 
 
 def _op(value: object) -> FirnRewriteDataFilesOperator:
-    return FirnRewriteDataFilesOperator(task_id="compact", table="db.t", runner="auto", spark_min_bytes=value)  # type: ignore[arg-type]
+    return FirnRewriteDataFilesOperator(
+        task_id="compact", table="db.t", execution="auto", spark_min_bytes=value
+    )  # type: ignore[arg-type]
 
 
 def test_spark_min_bytes_is_a_template_field() -> None:

@@ -1,4 +1,4 @@
-"""The operators with ``runner="spark"``: real spark-submit (master ``local[2]``) through the Spark
+"""The operators with ``execution="spark"``: real spark-submit (master ``local[2]``) through the Spark
 provider's SparkSubmitHook, inside real ``dag.test()`` runs; the same results as the local
 runner; a killed job leaves no process behind; a lease held in the job is handled like one
 found before submitting. Spark-submit runs are few (one per operation family): each costs
@@ -21,10 +21,10 @@ import pytest
 from airflow.sdk.exceptions import AirflowSkipException
 
 from firn.errors import LeaseHeld
+from firn_airflow.errors import SparkJobFailed
 from firn_airflow.hooks.firn import FirnHook
+from firn_airflow.hooks.spark_job import SparkMaintenanceJob, SparkSettings
 from firn_airflow.operators import FirnExpireSnapshotsOperator, FirnRewriteDataFilesOperator
-from firn_airflow.operators.errors import SparkJobFailed
-from firn_airflow.operators.spark_job import SparkMaintenanceJob, SparkSettings
 from tests.firn_airflow.operators.helpers import (
     add_orphans,
     catalog_with_table,
@@ -139,7 +139,7 @@ def test_a_killed_job_leaves_no_process(
     deadline = time.monotonic() + 120
     processes: list[psutil.Process] = []
     while time.monotonic() < deadline:
-        job = operator._spark_job
+        job = operator._hook._spark_job if operator._hook is not None else None
         submit = getattr(job._hook, "_submit_sp", None) if job is not None else None
         if submit is not None and submit.poll() is None:
             parent = psutil.Process(submit.pid)

@@ -20,9 +20,8 @@ from typing import Any
 import pytest
 
 from firn.spark.config import ENV_CATALOG_PROPERTIES, ENV_CATALOG_URI, ENV_CATALOG_WAREHOUSE
-from firn_airflow.errors import FirnConnectionError
+from firn_airflow.errors import FirnConnectionError, SparkConnectionError
 from firn_airflow.operators import FirnSparkSubmitOperator
-from firn_airflow.operators.errors import SparkConnectionError
 
 pytestmark = pytest.mark.airflow
 

@@ -1,10 +1,16 @@
-"""The ``spark`` runner: one spark-submit of ``firn.spark.job`` per operation and table, through
-the Spark provider's ``SparkSubmitHook``.
+"""The one spark-submit path of the provider: ``execution="spark"`` submits ``firn.spark.job``
+once per operation and table through the Spark provider's public ``SparkSubmitHook(...).submit``,
+and :class:`~firn_airflow.operators.spark_submit.FirnSparkSubmitOperator` runs any application
+with the same checks (:func:`preflight`).
 
 * **Connection.** The Spark connection must exist: ``SparkSubmitHook`` quietly submits to YARN
   when it cannot find it, so a missing connection is refused here first
-  (:class:`~firn_airflow.operators.errors.SparkConnectionError`), as is a ``spark-submit``
-  that is not on ``PATH``.
+  (:class:`~firn_airflow.errors.SparkConnectionError`), as is a ``spark-submit``
+  that is not on ``PATH``. :func:`preflight` decides from the connection as the hook resolved
+  it (master, deploy mode, binary), so the checks and the submission agree.
+* **OpenLineage.** When the ``[openlineage] spark_inject_parent_job_info`` /
+  ``spark_inject_transport_info`` options are on, the job's Spark conf gets the parent job and
+  transport information, as ``SparkSubmitOperator`` gives its applications.
 * **Secrets.** The catalog (URI, warehouse, properties such as ``s3.secret-access-key``) goes
   to the driver through its environment (``FIRN_CATALOG_*``, read by the job), never on the
   command line, which any user of the machine can see and spark-submit's log line shows. In
@@ -35,15 +41,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from firn import errors as firn_errors
-from firn.errors import FirnError, LeaseHeld
-from firn.maintenance.operations import SHORT_NAME_OF
-from firn_airflow.operators.errors import SparkConnectionError, SparkJobFailed
+from firn.errors import (
+    AlreadyExists,
+    CommitConflict,
+    CommitStateUnknown,
+    FirnError,
+    InvalidMetadata,
+    LeaseHeld,
+    NamespaceNotEmpty,
+    NoSuchNamespace,
+    NoSuchTable,
+    NoSuchView,
+    NotAuthorized,
+    NotFound,
+    StalePlan,
+    Unsupported,
+    ValidationConflict,
+    ValidationError,
+)
+from firn.maintenance import registry
+from firn_airflow.errors import SparkConnectionError, SparkJobFailed
 
 if TYPE_CHECKING:
     import logging
 
-    from firn_airflow.hooks.firn import CatalogConfig
+    from airflow.sdk import Context
+
+    from firn_airflow.hooks.connection import FirnConnectionConfig
 
 DEFAULT_SPARK_CONN_ID = "spark_default"
 DEFAULT_SPARK_BINARY = "spark-submit"
@@ -51,9 +75,35 @@ DEFAULT_SPARK_BINARY = "spark-submit"
 _CATALOG_NAME_PROPERTY = "name"
 
 
+# The Firn errors a job result entry may name (``{"error": {"type": ...}}``), by class name.
+ERROR_CLASSES: dict[str, type[FirnError]] = {
+    cls.__name__: cls
+    for cls in (
+        FirnError,
+        NotFound,
+        NoSuchTable,
+        NoSuchNamespace,
+        NoSuchView,
+        AlreadyExists,
+        NamespaceNotEmpty,
+        CommitConflict,
+        ValidationConflict,
+        StalePlan,
+        LeaseHeld,
+        CommitStateUnknown,
+        InvalidMetadata,
+        Unsupported,
+        NotAuthorized,
+        ValidationError,
+    )
+}
+
+
 @dataclass(frozen=True, kw_only=True)
 class SparkSettings:
-    """How to submit: the Spark connection and ``SparkSubmitHook``'s resource options."""
+    """How to submit: the Spark connection and ``SparkSubmitHook``'s resource options. The
+    operators take it as one ``spark`` argument (a ``SparkSettings`` or a dict of its fields,
+    templated)."""
 
     conn_id: str = DEFAULT_SPARK_CONN_ID
     conf: Mapping[str, Any] = field(default_factory=dict)
@@ -68,7 +118,7 @@ class SparkSettings:
     result_dir: str | None = None
 
 
-def driver_environment(config: CatalogConfig, extra_properties: Mapping[str, str]) -> dict[str, str]:
+def driver_environment(config: FirnConnectionConfig, extra_properties: Mapping[str, str]) -> dict[str, str]:
     """The ``FIRN_CATALOG_*`` variables that give the job's driver the connection's catalog."""
     from firn.spark.config import ENV_CATALOG_PROPERTIES, ENV_CATALOG_URI, ENV_CATALOG_WAREHOUSE
 
@@ -95,6 +145,17 @@ def job_arguments(operation: str, table: str, options: Mapping[str, Any], result
     ]
 
 
+def job_operation(method: str) -> str:
+    """The Spark job's operation (the registry's short name) that runs ``method``."""
+    spec = registry.spec(method)
+    if spec.short_name is None:
+        raise ValidationError(
+            f"{spec.name} has no Spark job operation of its own (it runs as another operation's "
+            "fallback); run that operation instead"
+        )
+    return spec.short_name
+
+
 def entry_error(entry: Mapping[str, Any], method: str, table: str) -> FirnError:
     """The task error for a job result entry that reports a failure: the same Firn error class
     when it is one (``LeaseHeld``, ``NoSuchTable``, ``ValidationError``, ...)."""
@@ -102,10 +163,10 @@ def entry_error(entry: Mapping[str, Any], method: str, table: str) -> FirnError:
     kind = str(error.get("type") or "Error")
     message = str(error.get("message") or "no message")
     text = f"{method} on {table} failed in the Spark job: {message}"
-    cls = getattr(firn_errors, kind, None)
-    if isinstance(cls, type) and issubclass(cls, FirnError):
-        if cls is LeaseHeld:
-            return LeaseHeld(message)  # already names the table and the holder
+    cls = ERROR_CLASSES.get(kind)
+    if cls is LeaseHeld:
+        return LeaseHeld(message)  # already names the table and the holder
+    if cls is not None:
         with contextlib.suppress(TypeError):
             return cls(text)
     return SparkJobFailed(f"{method} on {table} failed in the Spark job: {kind}: {message}")
@@ -122,7 +183,7 @@ class SparkMaintenanceJob:
     def __init__(
         self,
         settings: SparkSettings,
-        catalog: CatalogConfig,
+        catalog: FirnConnectionConfig,
         *,
         extra_properties: Mapping[str, str] | None = None,
         log: logging.Logger | Any = None,
@@ -135,58 +196,28 @@ class SparkMaintenanceJob:
         self._hook: Any = None
 
     # -- checks before anything is submitted -----------------------------------------------------
-    def _connection_extra(self) -> dict[str, Any]:
-        from airflow.sdk import BaseHook
-        from airflow.sdk.exceptions import AirflowNotFoundException
-
-        conn_id = self.settings.conn_id
-        try:
-            conn = BaseHook.get_connection(conn_id)
-        except AirflowNotFoundException:
-            raise SparkConnectionError(
-                f"Spark connection {conn_id!r} is not defined (SparkSubmitHook would silently submit "
-                f"to YARN instead): add it, e.g. AIRFLOW_CONN_{conn_id.upper()}="
-                '\'{"conn_type": "spark", "host": "local[*]"}\', or pass spark_conn_id'
-            ) from None
-        extra: dict[str, Any] = dict(conn.extra_dejson or {})
-        return extra
-
-    def check(self) -> dict[str, Any]:
-        """Refuse what cannot work before a JVM starts; returns the connection's extra."""
-        extra = self._connection_extra()
-        deploy_mode = str(
-            extra.get("deploy-mode") or self.settings.conf.get("spark.submit.deployMode") or "client"
+    def check(self) -> None:
+        """Refuse what cannot work before a JVM starts (see :func:`preflight`)."""
+        require_spark_connection(self.settings.conn_id)
+        preflight(
+            self._new_hook(),
+            spark_conn_id=self.settings.conn_id,
+            firn=self.catalog,
+            conf=self.settings.conf,
+            env_vars=self.settings.env_vars,
+            result_dir=self.settings.result_dir,
+            needs_result_in_cluster_mode=True,
         )
-        if deploy_mode == "cluster":
-            if self.catalog.secrets:
-                raise SparkConnectionError(
-                    f"Spark connection {self.settings.conn_id!r} uses cluster deploy mode, where "
-                    "SparkSubmitHook passes env_vars as --conf arguments on the command line; Firn "
-                    f"connection {self.catalog.conn_id!r} holds secrets, which must not go there. Use "
-                    "client deploy mode, or give the cluster the catalog settings (spark.firn.catalog.*) "
-                    "through its own secret mechanism and a Firn connection without secrets"
-                )
-            if not self.settings.result_dir:
-                raise SparkConnectionError(
-                    f"Spark connection {self.settings.conn_id!r} uses cluster deploy mode: the driver "
-                    "runs elsewhere, so pass result_dir, a location both the driver and this worker "
-                    "reach (e.g. s3://bucket/tmp/firn-results)"
-                )
-        binary = str(extra.get("spark-binary") or DEFAULT_SPARK_BINARY)
-        path = self.settings.env_vars.get("PATH") or os.environ.get("PATH", "")
-        if shutil.which(binary, path=path) is None:
-            raise SparkConnectionError(
-                f"{binary} is not on PATH (Spark connection {self.settings.conn_id!r}): install "
-                "pyspark (or Spark) in the worker and put its bin directory on PATH"
-            )
-        return extra
 
     # -- running ---------------------------------------------------------------------------------
-    def run(self, method: str, table: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    def run(
+        self, method: str, table: str, options: Mapping[str, Any], context: Context | None = None
+    ) -> dict[str, Any]:
         """Submit the job for ``method`` (an operation of ``firn.maintenance.operations``, e.g.
         ``rewrite_data_files``) on ``table`` and return the table's result entry; raise the
         entry's error, or :class:`SparkJobFailed`. (On v2 tables the job itself runs
-        ``rewrite_position_delete_files`` for ``rewrite_deletion_vectors``.)"""
+        ``rewrite_position_delete_files`` for ``rewrite_deletion_vectors``.) With the task's
+        ``context``, OpenLineage's Spark properties are added when configured."""
         from airflow.sdk.exceptions import AirflowException
 
         from firn.spark.job import path as job_path
@@ -195,12 +226,12 @@ class SparkMaintenanceJob:
         workdir: str | None = None
         if self.settings.result_dir:
             result = (
-                f"{self.settings.result_dir.rstrip('/')}/firn-{SHORT_NAME_OF[method]}-{uuid.uuid4().hex}.json"
+                f"{self.settings.result_dir.rstrip('/')}/firn-{job_operation(method)}-{uuid.uuid4().hex}.json"
             )
         else:
             workdir = tempfile.mkdtemp(prefix="firn-spark-result-")
             result = str(Path(workdir) / "result.json")
-        self._hook = self.submit_hook(method, table, options, result)
+        self._hook = self.submit_hook(method, table, options, result, context)
         failure: str | None = None
         try:
             try:
@@ -213,15 +244,28 @@ class SparkMaintenanceJob:
                 shutil.rmtree(workdir, ignore_errors=True)
         return self._entry(entries, method, table, failure)
 
-    def submit_hook(self, method: str, table: str, options: Mapping[str, Any], result: str) -> Any:
-        """The ``SparkSubmitHook`` that submits the job: the catalog in ``env_vars`` (with the
-        user's), the job's arguments without it."""
+    def _new_hook(self, **kwargs: Any) -> Any:
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-        short = SHORT_NAME_OF[method]
+        s = self.settings
+        return SparkSubmitHook(conn_id=s.conn_id, conf={str(k): v for k, v in s.conf.items()}, **kwargs)
+
+    def submit_hook(
+        self,
+        method: str,
+        table: str,
+        options: Mapping[str, Any],
+        result: str,
+        context: Context | None = None,
+    ) -> Any:
+        """The ``SparkSubmitHook`` that submits the job: the catalog in ``env_vars`` (with the
+        user's), the job's arguments without it, OpenLineage's properties in the conf."""
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+        short = job_operation(method)
         s = self.settings
         return SparkSubmitHook(
-            conf={str(k): v for k, v in s.conf.items()},
+            conf=openlineage_conf({str(k): v for k, v in s.conf.items()}, context),
             conn_id=s.conn_id,
             py_files=s.py_files,
             archives=s.archives,
@@ -287,25 +331,113 @@ class SparkMaintenanceJob:
         if hook is None:
             return
         self.killed = True
-        children: list[Any] = []
-        # The hook keeps its spark-submit process here; the PySpark driver is its child.
-        process = getattr(hook, "_submit_sp", None)
-        if process is not None and process.poll() is None:
-            import psutil  # type: ignore[import-untyped, unused-ignore]
+        import psutil  # type: ignore[import-untyped, unused-ignore]
 
-            with contextlib.suppress(psutil.Error):
-                children = psutil.Process(process.pid).children(recursive=True)
+        # spark-submit is a child of this task process and the PySpark driver its child: both
+        # are among this process's descendants (read before on_kill, which ends spark-submit).
+        children: list[Any] = []
+        with contextlib.suppress(psutil.Error):
+            children = [c for c in psutil.Process().children(recursive=True) if _is_spark_process(c)]
         hook.on_kill()
         for child in children:
             with contextlib.suppress(Exception):
                 child.kill()
 
 
+def _is_spark_process(process: Any) -> bool:
+    try:
+        command = " ".join(process.cmdline())
+    except Exception:  # gone already, or not ours to read
+        return False
+    return "spark" in command.lower() or "firn" in command.lower()
+
+
+def require_spark_connection(conn_id: str) -> None:
+    """Refuse a Spark connection that does not exist: ``SparkSubmitHook`` would silently
+    submit to YARN instead."""
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        raise SparkConnectionError(
+            f"Spark connection {conn_id!r} is not defined (SparkSubmitHook would silently submit "
+            f"to YARN instead): add it, e.g. AIRFLOW_CONN_{conn_id.upper()}="
+            '\'{"conn_type": "spark", "host": "local[*]"}\', or pass its id in the Spark settings'
+        ) from None
+
+
+def preflight(
+    hook: Any,
+    *,
+    spark_conn_id: str,
+    firn: FirnConnectionConfig,
+    conf: Mapping[str, Any] | None,
+    env_vars: Mapping[str, str] | None,
+    result_dir: str | None = None,
+    needs_result_in_cluster_mode: bool = False,
+) -> None:
+    """The checks before a submission, from the connection as ``hook`` (a ``SparkSubmitHook``)
+    resolved it: cluster deploy mode would put the Firn connection's secrets on the command
+    line (the hook passes ``env_vars`` as ``--conf`` there), and needs a ``result_dir`` both
+    sides reach for a maintenance job; ``spark-submit`` must be on ``PATH``."""
+    # The provider exposes the resolved connection only as this attribute; it is read here
+    # alone, so every Firn submission decides from the same settings the hook submits with.
+    connection: Mapping[str, Any] = hook._connection
+    mode = connection.get("deploy_mode") or (conf or {}).get("spark.submit.deployMode") or "client"
+    if mode == "cluster":
+        if firn.secrets:
+            raise SparkConnectionError(
+                f"Spark connection {spark_conn_id!r} uses cluster deploy mode, where SparkSubmitHook "
+                "passes env_vars as --conf arguments on the command line; Firn connection "
+                f"{firn.conn_id!r} holds secrets, which must not go there. Use client deploy mode, "
+                "or a Firn connection without secrets and give the cluster the catalog settings "
+                "(spark.firn.catalog.*) through its own secret mechanism"
+            )
+        if needs_result_in_cluster_mode and not result_dir:
+            raise SparkConnectionError(
+                f"Spark connection {spark_conn_id!r} uses cluster deploy mode: the driver runs "
+                "elsewhere, so pass result_dir, a location both the driver and this worker reach "
+                "(e.g. s3://bucket/tmp/firn-results)"
+            )
+    binary = str(connection.get("spark_binary") or DEFAULT_SPARK_BINARY)
+    path = (env_vars or {}).get("PATH") or os.environ.get("PATH", "")
+    if shutil.which(binary, path=path) is None:
+        raise SparkConnectionError(
+            f"{binary} is not on PATH (Spark connection {spark_conn_id!r}): install pyspark "
+            "(or Spark) in the worker and put its bin directory on PATH"
+        )
+
+
+def openlineage_conf(conf: dict[str, Any], context: Context | None) -> dict[str, Any]:
+    """``conf`` with OpenLineage's parent job and transport properties when the
+    ``[openlineage] spark_inject_*`` options are on (what ``SparkSubmitOperator`` adds)."""
+    if context is None:
+        return conf
+    from airflow.providers.common.compat.openlineage.utils.spark import (
+        inject_parent_job_information_into_spark_properties,
+        inject_transport_information_into_spark_properties,
+    )
+    from airflow.providers.common.compat.sdk import conf as airflow_conf
+
+    if airflow_conf.getboolean("openlineage", "spark_inject_parent_job_info", fallback=False):
+        conf = inject_parent_job_information_into_spark_properties(conf, context)
+    if airflow_conf.getboolean("openlineage", "spark_inject_transport_info", fallback=False):
+        conf = inject_transport_information_into_spark_properties(conf, context)
+    return conf
+
+
 __all__ = [
     "DEFAULT_SPARK_CONN_ID",
+    "ERROR_CLASSES",
     "SparkMaintenanceJob",
     "SparkSettings",
     "driver_environment",
     "entry_error",
     "job_arguments",
+    "job_operation",
+    "openlineage_conf",
+    "preflight",
+    "require_spark_connection",
 ]
