@@ -41,6 +41,7 @@ from firn.maintenance.base import (
     MaintenanceOperation,
     MaintenancePlan,
     MaintenanceResult,
+    PlanWork,
     Skipped,
     plan_identity,
 )
@@ -125,6 +126,11 @@ class RewritePositionDeleteFilesPlan(MaintenancePlan[RewritePositionDeleteFilesR
     @property
     def is_noop(self) -> bool:
         return not self.groups and (self.dv_plan is None or self.dv_plan.is_noop)
+
+    def work(self) -> PlanWork:
+        """The position delete files it reads and rewrites (and a nested DV plan's work)."""
+        nested = self.dv_plan.work().data_bytes if self.dv_plan is not None else 0
+        return PlanWork(data_bytes=sum(g.input_bytes for g in self.groups) + nested)
 
     def describe(self) -> str:
         if self.dv_plan is not None:
