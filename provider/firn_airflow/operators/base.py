@@ -224,6 +224,20 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         )
         return [(self.OPERATION, options)]
 
+    def run_work(
+        self,
+        work: Work,
+        table: Table,
+        run: Callable[[str, dict[str, Any]], MaintenanceResult | MaintenancePlan[Any]],
+    ) -> list[MaintenanceResult | MaintenancePlan[Any]]:
+        """Run each ``(operation, options)`` of ``work`` in order through ``run``, on the table
+        as the previous step left it."""
+        typed: list[MaintenanceResult | MaintenancePlan[Any]] = []
+        for operation, options in work:
+            table.refresh()
+            typed.append(run(operation, options))
+        return typed
+
     def xcom_value(self, table: str, results: list[dict[str, Any]]) -> Any:
         """The task's return value: the result (or plan) as JSON."""
         return results[0]
@@ -278,10 +292,11 @@ class FirnMaintenanceBaseOperator(BaseOperator):
             deadline = time.monotonic() + self.lease_wait_timeout
             if not self.plan_only:
                 self._check_lease(catalog, table_name, work[0][0], deadline)
-            typed: list[MaintenanceResult | MaintenancePlan[Any]] = []
-            for operation, options in work:
-                table.refresh()
-                typed.append(self._run_one(hook, table, operation, options, deadline, context))
+            typed = self.run_work(
+                work,
+                table,
+                lambda operation, options: self._run_one(hook, table, operation, options, deadline, context),
+            )
             table.refresh()
             health = table.health().to_dict()
         finally:
