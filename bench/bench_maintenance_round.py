@@ -122,7 +122,7 @@ def build_many(catalog: Any, root: Path, files: int) -> Any:
 
 def round_trip(name: str, table: Any, runner: Any) -> None:
     from firn.maintenance.health import clear_health_cache
-    
+
     h = table.health()
     print(
         f"\n{name}: {h.data_files:,} data files ({h.small_files:,} small), {h.deletion_vectors:,} DVs, "

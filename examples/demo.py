@@ -8,6 +8,10 @@ What it does, on the embedded defaults (a SQLite catalog and a local warehouse i
 2. runs the ingest DAG ``firn_ingest_events`` several times through ``dag.test()``: each run
    submits a PySpark job (``spark-submit``) that appends small batches through the ``firn``
    data source and retracts some events with a merge-on-read delete;
+   after the first and the last of them, the sensor-triggered pipeline ``firn_downstream_on_commit``
+   runs as its ``AssetWatcher`` would start it: a PySpark job folds the commits since its last
+   run into the aggregate ``demo.events_by_kind``, exactly once, and the demo prints that
+   table next to the aggregate recomputed from all of ``demo.events`` (they must be equal);
 3. prints the table's ``health()`` and what ``recommend()`` would run;
 4. runs the maintenance DAG ``firn_nightly_maintenance`` through ``dag.test()`` (every table of
    the namespace; the operations ``recommend()`` asks for, submitted to Spark), printing each
@@ -40,6 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 NAMESPACE = "demo"
 TABLE = f"{NAMESPACE}.events"
+DOWNSTREAM = f"{NAMESPACE}.events_by_kind"
 FIRN_CONN_ID = "firn_default"
 SPARK_CONN_ID = "spark_default"
 
@@ -111,8 +116,9 @@ def create_table(paths: Paths) -> None:
     try:
         if not catalog.namespace_exists(NAMESPACE):
             catalog.create_namespace(NAMESPACE)
-        with suppress(NotFound):
-            catalog.drop_table(TABLE, purge=True)
+        for name in (TABLE, DOWNSTREAM):
+            with suppress(NotFound):
+                catalog.drop_table(name, purge=True)
         sys.path.insert(0, str(REPO / "dags" / "jobs"))
         try:
             from ingest_events import PARTITION_SPEC, SCHEMA
@@ -269,6 +275,43 @@ def print_states(dag_id: str, states: list[tuple[str, str]]) -> None:
         print(f"    {task_id:<48} {state}")
 
 
+def downstream_check(paths: Paths) -> bool:
+    """Print the downstream aggregate next to a full recomputation from the source; equal?"""
+    import firn
+
+    sys.path.insert(0, str(REPO / "dags" / "jobs"))
+    try:
+        from aggregate_events import recompute
+    finally:
+        sys.path.pop(0)
+    from firn.table.downstream import recorded_source_snapshot
+
+    catalog = firn.load_catalog(paths.catalog_uri, warehouse=str(paths.warehouse))
+    try:
+        source, target = catalog.load_table(TABLE), catalog.load_table(DOWNSTREAM)
+        order = [("kind", "ascending"), ("region", "ascending")]
+        got = target.scan().to_arrow().sort_by(order)
+        want = recompute(source.scan().to_arrow()).sort_by(order)
+        head = source.current_snapshot()
+        recorded = recorded_source_snapshot(target, TABLE)
+    finally:
+        catalog.close()
+    print(f"  {DOWNSTREAM} records {TABLE} up to snapshot {recorded} (head {head and head.snapshot_id})")
+    print(
+        f"    {'kind':<6} {'region':<6} {'events':>7} {'amount':>12}   | recomputed {'events':>7} {'amount':>12}"
+    )
+    full = {(r["kind"], r["region"]): r for r in want.to_pylist()}
+    for r in got.to_pylist():
+        w = full.get((r["kind"], r["region"]), {"events": 0, "amount_cents": 0})
+        print(
+            f"    {r['kind']!s:<6} {r['region']!s:<6} {r['events']:>7,} {r['amount_cents'] / 100:>12,.2f}"
+            f"   | {'':>10} {w['events']:>7,} {w['amount_cents'] / 100:>12,.2f}"
+        )
+    equal = got.equals(want)
+    print(f"  Downstream equals the full recomputation: {'yes' if equal else 'NO'}")
+    return equal
+
+
 # -- the job --------------------------------------------------------------------------------------
 
 
@@ -298,6 +341,19 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         states = run_dag("firn_ingest_events", first + timedelta(hours=i), None, args.verbose)
         print(f"  run {i + 1}: {', '.join(f'{t} {s}' for t, s in states)} ({time.monotonic() - t0:.0f} s)")
+        if i in (0, args.runs - 1):
+            # What the AssetWatcher on demo.events would start after these commits.
+            t0 = time.monotonic()
+            states = run_dag(
+                "firn_downstream_on_commit", first + timedelta(hours=i, minutes=30), None, args.verbose
+            )
+            print(
+                f"  firn_downstream_on_commit: {', '.join(f'{t} {s}' for t, s in states)}"
+                f" ({time.monotonic() - t0:.0f} s)"
+            )
+            if not downstream_check(paths):
+                print(f"\nERROR: {DOWNSTREAM} differs from the recomputation", file=sys.stderr)
+                return 1
 
     import firn
 

@@ -526,7 +526,7 @@ _PYTHON_OPTION = re.compile(r"\b([Pp])ass ([a-z][a-z0-9_]*)=(True|False|'[^']*'|
 
 def _in_cli_syntax(text: str) -> str:
     """A library message with the CLI's spelling of the options it names: ``pass
-    dry_run=False`` becomes ``pass -o dry-run=false``."""
+    delete=True`` becomes ``pass -o dry-run=false``."""
 
     def cli(m: re.Match[str]) -> str:
         value = m.group(3)

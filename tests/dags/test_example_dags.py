@@ -30,6 +30,7 @@ EXAMPLE_DAGS = {
     "firn_nightly_maintenance",
     "firn_root_flush_on_growth",
     "firn_compact_after_ingest",
+    "firn_downstream_on_commit",
 }
 VENV_BIN = Path(sys.executable).parent
 

@@ -1,5 +1,6 @@
 """``make demo``, the main job, end to end in a subprocess (its own warehouse and Airflow home):
-ingest DAG runs on Spark, health, the nightly maintenance DAG, the before/after table."""
+ingest DAG runs on Spark, the commit-triggered downstream DAG after them (its aggregate equal to
+a recomputation), health, the nightly maintenance DAG, the before/after table."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.airflow, pytest.mark.xdist_group("spark")]
 
 
-@pytest.mark.timeout(1800)  # measured 364 s on a loaded 2-core machine: two DAGs, Spark jobs
+@pytest.mark.timeout(2400)  # measured 364 s on a loaded 2-core machine before the downstream DAG
 def test_demo_runs_ingest_and_maintenance_dags(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}  # not the tests' Airflow
     env.update({k: v for k, v in spark_env().items() if k.startswith(("PYSPARK_", "SPARK_LOCAL_IP"))})
@@ -31,12 +32,16 @@ def test_demo_runs_ingest_and_maintenance_dags(tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,
         check=False,
     )
     out = done.stdout
     assert done.returncode == 0, out[-4000:] + done.stderr[-4000:]
     assert out.count("ingest success") == 2
+    # The downstream DAG ran after the first and the last ingest; each time its aggregate
+    # equalled the recomputation from the source (the demo fails otherwise).
+    assert out.count("firn_downstream_on_commit: wake success, aggregate success") == 2, out[-4000:]
+    assert out.count("Downstream equals the full recomputation: yes") == 2
     assert "-> rewrite_data_files:" in out and "-> flush_root:" in out
     for step in ("rewrite_data_files", "expire_snapshots"):
         assert re.search(rf"maintain\.{step}\[0\]\s+success", out), out
@@ -59,5 +64,7 @@ def test_demo_runs_ingest_and_maintenance_dags(tmp_path: Path) -> None:
     # own Airflow database.
     catalog = firn.load_catalog(f"sqlite:///{warehouse / 'catalog.db'}", warehouse=str(warehouse))
     assert catalog.load_table("demo.events").scan().count() == rows
+    by_kind = catalog.load_table("demo.events_by_kind").scan().to_arrow()
+    assert sum(by_kind["events"].to_pylist()) == rows  # maintenance changed no row
     catalog.close()
     assert (home / "airflow.db").exists()

@@ -45,8 +45,10 @@ class FirnNewSnapshotSensor(FirnTableSensor):
 
     The result is the newest matching commit: ``table``, ``branch``, ``snapshot_id``,
     ``parent_snapshot_id``, ``sequence_number``, ``timestamp_ms``, ``operation``, ``summary``
-    (the snapshot summary) and ``new_snapshots`` (how many matching commits came after the
-    watermark).
+    (the snapshot summary), ``new_snapshots`` (how many matching commits came after the
+    watermark), and the snapshot range from the watermark to that commit:
+    ``from_snapshot_id`` (exclusive), ``to_snapshot_id``, ``operations`` (every commit's in the
+    range, matching or not) and ``maintenance_only`` (all ``replace``: no row changed).
 
     Deferrable (default: ``[operators] default_deferrable``): the task checks once on the
     worker, then defers to :class:`~firn_airflow.triggers.FirnNewSnapshotTrigger`.

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
@@ -39,8 +39,12 @@ from firn_airflow.triggers.snapshots import (
     check_table_name,
     parse_operations,
     parse_snapshot_id,
+    range_payload,
     snapshots_after,
 )
+
+if TYPE_CHECKING:
+    from firn.spec.snapshots import Snapshot
 
 CLASSPATH = "firn_airflow.triggers.commit.FirnCommitTrigger"
 # The accessor Airflow injects serves exactly one asset; with several watched assets sharing
@@ -85,7 +89,9 @@ def poll_commits(
         new = [head]
     events = []
     previous = watermark
+    unreported: list[Snapshot] = []  # this event's range: the commits since the last event
     for snapshot in new:
+        unreported.append(snapshot)
         if operations is None or snapshot.operation.value in operations:
             events.append(
                 {
@@ -97,8 +103,10 @@ def poll_commits(
                     "sequence_number": snapshot.sequence_number,
                     "timestamp_ms": snapshot.timestamp_ms,
                     "summary": snapshot.summary.to_dict(),
+                    **range_payload(unreported),
                 }
             )
+            unreported = []
         previous = snapshot.snapshot_id
     return CommitPoll(exists=True, head=head.snapshot_id, events=events)
 
@@ -115,7 +123,11 @@ class FirnCommitTrigger(BaseEventTrigger):
     The event payload: ``table``, ``branch``, ``snapshot_id``, ``previous_snapshot_id`` (the
     head before this commit, as seen by the trigger; None for the first head of a new table
     or branch), ``operation`` (``append``, ``overwrite``, ``delete``, ``replace``),
-    ``sequence_number``, ``timestamp_ms`` and ``summary`` (the snapshot summary).
+    ``sequence_number``, ``timestamp_ms`` and ``summary`` (the snapshot summary); and the
+    snapshot range the event covers (:func:`~firn_airflow.triggers.snapshots.range_payload`):
+    ``from_snapshot_id`` (exclusive) to ``to_snapshot_id`` (this commit), ``operations`` and
+    ``maintenance_only``. Consecutive events' ranges tile the branch's history: commits that
+    ``operation`` filters out belong to the range of the next event (their operations listed).
 
     :param table: ``"<namespace>.<table>"``.
     :param firn_conn_id: the Firn connection.

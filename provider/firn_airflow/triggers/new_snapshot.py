@@ -19,6 +19,7 @@ from firn_airflow.triggers.snapshots import (
     parse_operations,
     parse_snapshot_id,
     parse_timestamp_ms,
+    range_payload,
     snapshot_payload,
     snapshots_after,
 )
@@ -37,19 +38,25 @@ def find_new_snapshot(
     """The newest matching commit on ``branch`` after the watermark, as a payload (blocking).
 
     The payload is :func:`~firn_airflow.triggers.snapshots.snapshot_payload` plus
-    ``new_snapshots``: how many matching commits came after the watermark. None while there
-    is none.
+    ``new_snapshots``: how many matching commits came after the watermark, and the range
+    from the watermark to that commit (:func:`~firn_airflow.triggers.snapshots.range_payload`:
+    ``from_snapshot_id``, ``to_snapshot_id``, ``operations``, ``maintenance_only``; commits
+    of other operations in between are part of it). None while there is none.
     """
     table = reader.load()
-    found = matching(
-        snapshots_after(
-            table, branch=branch, after_snapshot_id=after_snapshot_id, after_timestamp_ms=after_timestamp_ms
-        ),
-        operations,
+    after = snapshots_after(
+        table, branch=branch, after_snapshot_id=after_snapshot_id, after_timestamp_ms=after_timestamp_ms
     )
+    found = matching(after, operations)
     if not found:
         return None
-    return {**snapshot_payload(reader.table, branch, found[-1]), "new_snapshots": len(found)}
+    newest = found[-1]
+    in_range = after[: next(i for i, s in enumerate(after) if s.snapshot_id == newest.snapshot_id) + 1]
+    return {
+        **snapshot_payload(reader.table, branch, newest),
+        "new_snapshots": len(found),
+        **range_payload(in_range),
+    }
 
 
 class FirnNewSnapshotTrigger(BaseTrigger):

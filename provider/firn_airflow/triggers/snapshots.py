@@ -141,6 +141,26 @@ def matching(snapshots: Sequence[Snapshot], operations: Sequence[str] | None) ->
     return [s for s in snapshots if s.operation.value in operations]
 
 
+def range_payload(snapshots: Sequence[Snapshot]) -> dict[str, Any]:
+    """The snapshot range of consecutive commits (oldest first) as event fields.
+
+    ``from_snapshot_id`` (exclusive: the oldest commit's parent, None for a table's first
+    snapshot) and ``to_snapshot_id`` (inclusive: the newest), the range's ``operations``
+    (sorted, each once) and ``maintenance_only``: every commit is a ``replace`` (compaction,
+    delete or manifest rewrites, root flushes), so no row changed. These are the ends
+    ``table.scan(from_snapshot_id=..., to_snapshot_id=...)`` and ``table.changelog(...)`` take.
+    """
+    if not snapshots:
+        raise ValidationError("a commit range needs at least one snapshot")
+    operations = sorted({s.operation.value for s in snapshots})
+    return {
+        "from_snapshot_id": snapshots[0].parent_snapshot_id,
+        "to_snapshot_id": snapshots[-1].snapshot_id,
+        "operations": operations,
+        "maintenance_only": operations == [Operation.REPLACE.value],
+    }
+
+
 def snapshot_payload(table: str, branch: str, snapshot: Snapshot) -> dict[str, Any]:
     """A commit as JSON: identity, operation, time and the snapshot summary."""
     return {
@@ -165,6 +185,7 @@ __all__ = [
     "parse_operations",
     "parse_snapshot_id",
     "parse_timestamp_ms",
+    "range_payload",
     "snapshot_payload",
     "snapshots_after",
 ]

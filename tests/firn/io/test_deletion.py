@@ -169,7 +169,7 @@ def test_listing_never_follows_symlinks(tree: dict[str, Path]) -> None:
 ALLOWED = {
     "firn/io/deletion.py": "the one confined delete function",
     "firn/io/memory.py": "the in-memory FileIO's own pyarrow filesystem adapter",
-    "firn_airflow/operators/spark_job.py": "the Spark job's result file, written by the operator itself, no table file",
+    "firn_airflow/hooks/spark_job.py": "the Spark job's result file, written by the operator itself, no table file",
 }
 
 
