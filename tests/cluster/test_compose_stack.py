@@ -1,7 +1,7 @@
 """The compose stack without Docker (``make cluster-test``): docker-compose.yaml's services as
 local processes (``tests/cluster/stack.py``), then the example DAGs through ``airflow dags test``
-with the compose's LocalExecutor, every maintenance step that rewrites data submitted to the Spark cluster, and
-the table's rows checked afterwards."""
+with the compose's LocalExecutor, every maintenance step that rewrites data submitted to the
+Spark cluster, and the table's rows checked afterwards."""
 
 from __future__ import annotations
 
