@@ -7,8 +7,11 @@ orphan files. Every step runs only when ``table.maintenance.recommend()`` asks f
 thresholds are table properties, see the README's Maintenance section) and skips cleanly
 otherwise; a step whose table is held by another maintenance run (its lease) skips too.
 
-``execution="auto"`` submits the step to Spark (``spark_default``) for tables above
-``spark_min_bytes`` of data and runs it in the worker for smaller ones. Orphan removal only
+``execution="auto"`` submits a step to Spark (``spark_default``) when its plan rewrites more
+than ``spark_min_bytes`` of data and delete files (or more than the table's
+``firn.execution.spark-min-metadata-bytes`` of manifests, or deletes more than
+``firn.execution.spark-min-delete-files`` files) and runs it in the worker otherwise: a step
+that only changes metadata never pays a spark-submit. Orphan removal only
 lists what it would delete unless the ``orphans_delete`` param is turned on; then each night
 records the orphans it finds and deletes those an earlier night recorded at least
 ``orphans.grace`` ago (a table property, default one day), only inside the table's own location.
@@ -40,7 +43,10 @@ with DAG(
             False, type="boolean", description="delete orphan files (else only list them)"
         ),
         "spark_min_bytes": Param(
-            1 << 30, type="integer", minimum=0, description="tables with more data go to Spark (0: all)"
+            1 << 30,
+            type="integer",
+            minimum=0,
+            description="steps rewriting more bytes of data go to Spark (0: every step that rewrites data)",
         ),
     },
 ) as dag:

@@ -14,7 +14,8 @@ What it does, on the embedded defaults (a SQLite catalog and a local warehouse i
    table next to the aggregate recomputed from all of ``demo.events`` (they must be equal);
 3. prints the table's ``health()`` and what ``recommend()`` would run;
 4. runs the maintenance DAG ``firn_nightly_maintenance`` through ``dag.test()`` (every table of
-   the namespace; the operations ``recommend()`` asks for, submitted to Spark), printing each
+   the namespace; the operations ``recommend()`` asks for: those that rewrite data submitted to
+   Spark, metadata-only ones run in the worker), printing each
    task's state;
 5. prints a before/after table (snapshots, data files, small files, DVs, root entries,
    planning and full-scan time, rows), checks that the table's rows are identical, and says
@@ -371,12 +372,15 @@ def main(argv: list[str] | None = None) -> int:
     catalog.close()
 
     before = measure(paths)
-    print("\n3. Maintenance: firn_nightly_maintenance (namespace demo, on Spark)")
+    print(
+        "\n3. Maintenance: firn_nightly_maintenance (namespace demo; steps that rewrite data on Spark, "
+        "metadata-only steps in the worker)"
+    )
     t0 = time.monotonic()
     states = run_dag(
         "firn_nightly_maintenance",
         datetime.now(UTC).replace(microsecond=0),
-        {"namespace": NAMESPACE, "spark_min_bytes": 0, "orphans_delete": False, "expire_older_than_days": 0},
+        {"namespace": NAMESPACE, "spark_min_bytes": 0, "orphans_delete": False},
         args.verbose,
     )
     print_states("firn_nightly_maintenance", states)

@@ -62,7 +62,7 @@ from firn.errors import FirnError, LeaseHeld, NotFound, Unsupported, ValidationE
 from firn.maintenance import registry
 from firn.maintenance.base import MaintenanceResult
 from firn.maintenance.present import estimate_sentence, health_rows, options_text, recommendation_lines
-from firn.maintenance.recommend import Recommendation
+from firn.maintenance.recommend import Recommendation, run_in_turn
 from firn.maintenance.remove_orphan_files import DRY_RUN_HINT_CLI, DRY_RUN_HINT_PYTHON
 from firn.maintenance.run_record import GroupRunResult, GroupsFailed
 from firn.maintenance.runner import LocalRunner
@@ -665,21 +665,15 @@ def maintain_recommend(name: str, run_them: bool, progress: bool | None, **commo
             else:
                 click.echo(f"{t.name}: nothing to do")
             return
-        results: list[dict[str, Any]] = []
-        satisfied: list[str] = []
-        for i, listed in enumerate(recs):
-            # An earlier operation may have done this one's work (compaction leaves fewer
-            # files in the V4 root, expiry fewer manifests): ask again, and run it only if it
-            # is still recommended, with the options recommended now.
-            current = {r.operation: r for r in (recs if i == 0 else t.maintenance.recommend())}
-            r = current.get(listed.operation)
-            if r is None:
-                satisfied.append(listed.operation)
-                continue
+
+        def run_one(r: Recommendation) -> dict[str, Any]:
             op = t.maintenance.operation(r.operation, dict(r.options))
             with _ProgressDisplay(f"{r.operation} on {t.name}", _progress_enabled(progress)) as display:
-                results.append(op.run(runner=LocalRunner(progress=display)).to_dict())
+                out = op.run(runner=LocalRunner(progress=display)).to_dict()
             t.refresh()
+            return out
+
+        results, satisfied = run_in_turn(recs, t.maintenance.recommend, run_one)
     if s.json:
         _echo_json(
             {"recommendations": [r.to_dict() for r in recs], "results": results, "satisfied": satisfied}

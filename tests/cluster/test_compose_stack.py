@@ -1,7 +1,7 @@
 """The compose stack without Docker (``make cluster-test``): docker-compose.yaml's services as
 local processes (``tests/cluster/stack.py``), then the example DAGs through ``airflow dags test``
-with the compose's LocalExecutor, every maintenance step submitted to the Spark cluster, and
-the table's rows checked afterwards."""
+with the compose's LocalExecutor, every maintenance step that rewrites data submitted to the
+Spark cluster, and the table's rows checked afterwards."""
 
 from __future__ import annotations
 
@@ -125,12 +125,17 @@ def test_ingest_and_nightly_maintenance_on_the_compose_stack(stack: ComposeStack
     ran = sorted(t for t, s in states.items() if t.startswith("maintain.") and s == "success")
     skipped = {t for t, s in states.items() if s == "skipped"}
     assert set(states) == {"list_tables", *ran, *skipped}, states  # nothing failed or left over
-    # Every step that ran was one maintenance job on the standalone cluster, the first of
-    # them the first operation recommend() asked for; steps whose work an earlier step did
-    # (a flush after compaction) skip.
+    # execution="auto" with spark_min_bytes=0: every step that ran and rewrites data was one
+    # maintenance job on the standalone cluster; metadata-only steps (a root flush, an expiry
+    # of a few files) ran in the worker, never paying a spark-submit. The first step that ran
+    # is the first operation recommend() asked for; steps whose work an earlier step did (a
+    # flush after compaction) skip.
     spark_apps = registered_apps(stack)[apps_before:]
-    assert ran and len(spark_apps) == len(ran), (states, spark_apps)
+    assert ran and len(spark_apps) <= len(ran), (states, spark_apps)
     assert all(a.startswith("firn ") and not a.startswith("firn ingest") for a in spark_apps), spark_apps
+    if "maintain.rewrite_data_files[0]" in ran:
+        assert "firn compact" in spark_apps, spark_apps
+    assert "firn flush" not in spark_apps, spark_apps
     assert f"maintain.{recommended[0]}[0]" in ran, (recommended, states)
 
     table = catalog.load_table(TABLE)

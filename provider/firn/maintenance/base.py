@@ -120,6 +120,22 @@ DELETE_REWRITE_LINEAGE: Mapping[str, str] = {
 }
 DELETION_LINEAGE: Mapping[str, str] = {"files_deleted": "deleted_files", "bytes_deleted": "deleted_bytes"}
 
+
+@dataclass(frozen=True)
+class PlanWork:
+    """How much work a plan holds, for deciding where it runs (``execution="auto"`` in the
+    Airflow provider): bytes of data and delete files it reads and rewrites, bytes of manifests
+    it rewrites, and files it deletes. A plan that only changes metadata (a flush of the root,
+    an expiry that frees few files) holds none of the first and few of the last."""
+
+    data_bytes: int = 0
+    metadata_bytes: int = 0
+    files_to_delete: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
 _PLAN_TYPES: dict[str, type[MaintenancePlan]] = {}
 
 R = TypeVar("R", bound=MaintenanceResult)
@@ -187,6 +203,11 @@ class MaintenancePlan(ABC, Generic[R]):
     @abstractmethod
     def describe(self) -> str:
         """Human-readable lines: what would change, and what is left alone and why."""
+
+    def work(self) -> PlanWork:
+        """How much work the plan holds (see :class:`PlanWork`); none by default (a plan that
+        only writes new metadata)."""
+        return PlanWork()
 
     def units(self, table: MaintainedTable, io_ref: str) -> list[WorkUnit]:
         """The plan's work units (run through a runner before the commit); none by default."""
@@ -317,6 +338,7 @@ def plan_identity(table: TableHandle, snapshot_id: int | None, options: Maintena
 
 
 __all__ = [
+    "PlanWork",
     "DELETE_REWRITE_LINEAGE",
     "DELETION_LINEAGE",
     "MaintainedTable",

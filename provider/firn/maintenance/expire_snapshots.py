@@ -57,6 +57,7 @@ from firn.maintenance.base import (
     MaintenanceOperation,
     MaintenancePlan,
     MaintenanceResult,
+    PlanWork,
     Skipped,
     plan_identity,
     snapshots_held_by_runs,
@@ -225,6 +226,10 @@ class ExpireSnapshotsPlan(MaintenancePlan[ExpireSnapshotsResult]):
         return not (
             self.expire_snapshot_ids or self.expire_refs or self.remove_spec_ids or self.remove_schema_ids
         )
+
+    def work(self) -> PlanWork:
+        """The files it frees: metadata only, plus one delete per file."""
+        return PlanWork(files_to_delete=sum(g.count for g in self.files.values()) if self.gc_enabled else 0)
 
     def describe(self) -> str:
         ids = ", ".join(str(i) for i in self.expire_snapshot_ids[:10])

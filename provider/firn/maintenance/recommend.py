@@ -78,9 +78,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from firn.maintenance.health import SMALL_FILE_RATIO, TableHealth
 from firn.maintenance.operations import (
@@ -103,6 +103,8 @@ from firn.spec.properties import (
     TableProperties,
 )
 from firn.spec.versions import MIN_FORMAT_VERSION_DELETION_VECTORS
+
+T = TypeVar("T")
 
 # Iceberg's remove_orphan_files ``older_than`` default: files younger than this are never
 # removed (a write may still be in flight).
@@ -363,4 +365,27 @@ def recommend(health: TableHealth, properties: Mapping[str, str]) -> list[Recomm
     return out
 
 
-__all__ = ["ORPHAN_MIN_AGE_MS", "Estimate", "Recommendation", "recommend"]
+def run_in_turn(
+    recommendations: Sequence[Recommendation],
+    recommend_again: Callable[[], Sequence[Recommendation]],
+    run: Callable[[Recommendation], T],
+) -> tuple[list[T], list[str]]:
+    """Run ``recommendations`` in their order through ``run``, asking ``recommend_again()``
+    before each one after the first: an earlier operation may have done a later one's work
+    (compaction leaves fewer files in the V4 root, expiry fewer manifests), so a step runs only
+    if it is still recommended, with the options recommended now. Returns the results and the
+    operations left out because they were no longer recommended (``firn maintain recommend
+    --run`` and ``FirnMaintenanceOperator`` both run their lists through this)."""
+    results: list[T] = []
+    satisfied: list[str] = []
+    for i, listed in enumerate(recommendations):
+        current = {r.operation: r for r in (recommendations if i == 0 else recommend_again())}
+        now = current.get(listed.operation)
+        if now is None:
+            satisfied.append(listed.operation)
+            continue
+        results.append(run(now))
+    return results, satisfied
+
+
+__all__ = ["ORPHAN_MIN_AGE_MS", "Estimate", "Recommendation", "recommend", "run_in_turn"]

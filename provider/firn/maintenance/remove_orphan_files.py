@@ -59,6 +59,7 @@ from firn.maintenance.base import (
     MaintenanceOperation,
     MaintenancePlan,
     MaintenanceResult,
+    PlanWork,
     Skipped,
     plan_identity,
 )
@@ -182,6 +183,10 @@ class RemoveOrphanFilesPlan(MaintenancePlan[RemoveOrphanFilesResult]):
     @property
     def orphan_bytes(self) -> int:
         return sum(max(o.size, 0) for o in self.orphans)
+
+    def work(self) -> PlanWork:
+        """The due orphans it deletes (none in a dry run; the listing is done by planning)."""
+        return PlanWork(files_to_delete=0 if self.dry_run else len(self.to_delete))
 
     def describe(self) -> str:
         lines = [

@@ -47,6 +47,7 @@ from firn.maintenance.base import (
     MaintainedTable,
     MaintenanceOperation,
     MaintenancePlan,
+    PlanWork,
     Skipped,
     plan_identity,
 )
@@ -138,6 +139,10 @@ class RewriteDataFilesPlan(GroupedPlan, MaintenancePlan[RewriteDataFilesResult])
     @property
     def rewritten_files(self) -> int:
         return sum(len(g.files) for g in self.groups)
+
+    def work(self) -> PlanWork:
+        """The data files it reads and rewrites."""
+        return PlanWork(data_bytes=sum(g.input_bytes for g in self.groups))
 
     def describe(self) -> str:
         total = sum(g.input_bytes for g in self.groups)

@@ -46,6 +46,7 @@ from firn.maintenance.base import (
     MaintainedTable,
     MaintenanceOperation,
     MaintenancePlan,
+    PlanWork,
     Skipped,
     plan_identity,
 )
@@ -164,6 +165,16 @@ class RewriteDeletionVectorsPlan(GroupedPlan, MaintenancePlan[RewriteDeletionVec
     @property
     def dangling(self) -> int:
         return sum(len(g.removes) for g in self.groups if g.reason == "dangling")
+
+    def work(self) -> PlanWork:
+        """The delete files its groups read (each once) to write deletion vectors."""
+        sizes = {
+            str(d.get("file-path")): int(d.get("file-size-in-bytes") or 0)
+            for g in self.groups
+            for item in g.items
+            for d in item.deletes
+        }
+        return PlanWork(data_bytes=sum(sizes.values()))
 
     def describe(self) -> str:
         lines = [

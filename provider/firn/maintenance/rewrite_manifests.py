@@ -49,6 +49,7 @@ from firn.maintenance.base import (
     MaintenanceOperation,
     MaintenancePlan,
     MaintenanceResult,
+    PlanWork,
     Skipped,
     plan_identity,
 )
@@ -126,6 +127,11 @@ class RewriteManifestsPlan(MaintenancePlan[RewriteManifestsResult]):
     @property
     def is_noop(self) -> bool:
         return not self.groups and not self.leaf_groups
+
+    def work(self) -> PlanWork:
+        """The manifests (or V4 leaf manifests) it reads and rewrites."""
+        leaves = sum(i.file_size_in_bytes for g in self.leaf_groups for i in g.inputs)
+        return PlanWork(metadata_bytes=sum(g.input_bytes for g in self.groups) + leaves)
 
     def describe(self) -> str:
         lines = [

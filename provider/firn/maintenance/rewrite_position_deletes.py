@@ -40,6 +40,7 @@ from firn.maintenance.base import (
     MaintainedTable,
     MaintenanceOperation,
     MaintenancePlan,
+    PlanWork,
     Skipped,
     plan_identity,
 )
@@ -131,6 +132,11 @@ class RewritePositionDeleteFilesPlan(GroupedPlan, MaintenancePlan[RewritePositio
     @property
     def is_noop(self) -> bool:
         return not self.groups and (self.dv_plan is None or self.dv_plan.is_noop)
+
+    def work(self) -> PlanWork:
+        """The position delete files it reads and rewrites (and a nested DV plan's work)."""
+        nested = self.dv_plan.work().data_bytes if self.dv_plan is not None else 0
+        return PlanWork(data_bytes=sum(g.input_bytes for g in self.groups) + nested)
 
     def describe(self) -> str:
         if self.dv_plan is not None:

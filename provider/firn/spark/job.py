@@ -31,9 +31,18 @@ own environment to the driver (the Airflow operators pass these variables throug
 entry per table, in order: the operation's typed result (``result.to_dict()``), or with
 ``--dry-run`` the plan (``plan.to_dict()`` plus ``"dry_run": true`` and its description), or
 for a table that failed ``{"operation", "table", "error": {"type", "message"}}``. The job
-prints one summary line; it exits 1 if any table failed (each error's class and message on
-stderr), 2 on bad arguments. An operation the installed Firn does not have is an error naming
-it. :func:`path` gives this file's path for operators.
+prints one result line on stdout, last: per table what changed (the result's lineage figures:
+files and bytes rewritten, added, deleted), its snapshot and how long it took, then the job's
+total time; it exits 1 if any table failed (each error's class and message on stderr), 2 on
+bad arguments. An operation the installed Firn does not have is an error naming it.
+:func:`path` gives this file's path for operators.
+
+Quiet logs: third-party ``DeprecationWarning`` / ``FutureWarning`` / ``PendingDeprecationWarning``
+(pandas, pyarrow, PySpark) are ignored in the driver (Firn's own still show), and
+:func:`log_config` is a Log4j 2 configuration at WARN that the Airflow provider passes to the
+driver JVM (``spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=...``) and to the
+executors, with ``PYTHONWARNINGS`` for the Python workers, so Spark's INFO lines stay out of
+the task log. (``spark.sparkContext.setLogLevel`` would come after the start-up lines.)
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ import argparse
 import json
 import os
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,6 +81,24 @@ if TYPE_CHECKING:
 def path() -> str:
     """The path of this file, for ``spark-submit`` (and the Airflow operators)."""
     return str(Path(__file__).resolve())
+
+
+def log_config() -> str:
+    """The path of the job's Log4j 2 configuration (WARN; see the module docstring)."""
+    return str(Path(__file__).resolve().with_name("log4j2.properties"))
+
+
+# Categories of the third-party warnings the job's log leaves out (PYTHONWARNINGS spelling for
+# the Python workers, which start in their own processes).
+QUIET_WARNINGS = (DeprecationWarning, FutureWarning, PendingDeprecationWarning)
+PYTHON_WORKER_WARNINGS = ",".join(f"ignore::{c.__name__}" for c in QUIET_WARNINGS)
+
+
+def quiet_warnings() -> None:
+    """Ignore third-party deprecation warnings in this process; Firn's own still show."""
+    for category in QUIET_WARNINGS:
+        warnings.filterwarnings("ignore", category=category)
+        warnings.filterwarnings("default", category=category, module=r"firn(\.|$)")
 
 
 class _ArgumentError(Exception):
@@ -200,19 +228,49 @@ def run(
     return entries, failed
 
 
+def table_line(entry: Mapping[str, Any]) -> str:
+    """What one table's run changed: ``db.t: files rewritten 12, bytes rewritten 3.10 MiB,
+    files added 1, bytes added 1.20 MiB; snapshot 123 in 4.2 s`` (or its error, or "planned")."""
+    from firn.util import present
+
+    name = entry.get("table", "?")
+    if "error" in entry:
+        error = entry["error"]
+        return f"{name}: failed: {error.get('type')}: {error.get('message')}"
+    if entry.get("dry_run") is True:
+        return f"{name}: planned, nothing changed"
+    from firn.maintenance.registry import result_from_dict
+
+    try:
+        result = result_from_dict(entry)
+    except Exception:  # an entry this build cannot read back: name the table only
+        return f"{name}: done"
+    figures = [
+        f"{figure.replace('_', ' ')} {present.size(v) if 'bytes' in figure else present.count(v)}"
+        for figure, v in result.lineage_figures().items()
+        if v
+    ]
+    changed = ", ".join(figures) if figures else "nothing to change"
+    committed = f"; snapshot {result.snapshot_id}" if result.snapshot_id is not None else "; no commit"
+    return f"{name}: {changed}{committed} in {present.duration(result.duration_ms)}"
+
+
 def summary(args: argparse.Namespace, entries: list[dict[str, Any]], failed: int, seconds: float) -> str:
-    """The one line the job prints (what each table's run did is in the result file)."""
+    """The one result line the job prints last: the count of tables done and failed and the
+    job's time, then each table's change (:func:`table_line`), then the result file."""
     done = sum(1 for e in entries if "error" not in e)
     verb = "planned" if args.dry_run else "done"
+    tables = "".join(f"; {table_line(e)}" for e in entries)
     return (
         f"firn {args.operation}: {len(entries)} table(s), {done} {verb}, {failed} failed "
-        f"in {seconds * 1000:.0f} ms; result: {args.result}"
+        f"in {seconds * 1000:.0f} ms{tables}; result: {args.result}"
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point (``spark-submit job.py ...``); returns the exit code."""
     started = time.monotonic()
+    quiet_warnings()
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
     except _ArgumentError as e:
@@ -232,19 +290,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if spark is not None:
             spark.stop()
-    print(summary(args, entries, failed, time.monotonic() - started))
+    print(summary(args, entries, failed, time.monotonic() - started), flush=True)
     return 1 if failed else 0
 
 
 __all__ = [
     "ENV_CATALOG_PROPERTIES",
+    "PYTHON_WORKER_WARNINGS",
+    "QUIET_WARNINGS",
     "ENV_CATALOG_URI",
     "ENV_CATALOG_WAREHOUSE",
     "environment_options",
+    "log_config",
     "main",
     "parse_args",
     "path",
+    "quiet_warnings",
     "run",
+    "summary",
+    "table_line",
 ]
 
 if __name__ == "__main__":

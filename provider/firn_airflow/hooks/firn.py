@@ -134,6 +134,7 @@ class FirnHook(BaseHook):
         *,
         execution: Literal["worker", "spark"] = "worker",
         dry_run: bool = False,
+        plan: MaintenancePlan[Any] | None = None,
         spark: SparkSettings | None = None,
         context: Context | None = None,
         log: logging.Logger | Any = None,
@@ -142,14 +143,16 @@ class FirnHook(BaseHook):
         on ``table`` and return its typed result: in this worker, or as a spark-submit job of
         ``firn.spark.job`` (``spark``: the submission settings; the result comes back as JSON
         and is rebuilt through ``firn.maintenance.registry``). Options are checked here, before
-        anything runs anywhere. ``dry_run`` only plans, in this worker, and returns the plan."""
+        anything runs anywhere. ``dry_run`` only plans, in this worker, and returns the plan.
+        ``plan``: a plan of this operation already made on ``table`` (``execution="auto"``
+        decides by it); a run in this worker executes it instead of planning again."""
         from firn.maintenance import registry
 
         op = table.maintenance.operation(operation, options)
         if dry_run:
             return op.plan()
         if execution == "worker":
-            result: MaintenanceResult = op.run()
+            result: MaintenanceResult = op.run() if plan is None else plan.execute(op.table, None)
             return result
         from firn_airflow.hooks.spark_job import SparkMaintenanceJob, SparkSettings
 

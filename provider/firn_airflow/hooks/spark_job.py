@@ -23,6 +23,13 @@ with the same checks (:func:`preflight`).
   both sides reach, e.g. ``s3://bucket/tmp``) -- cluster mode requires one. The table's entry
   is the operation's ``result.to_dict()``; an entry with an ``error`` becomes one task error of
   the same Firn error class (``LeaseHeld`` included, so the operator's lease policy applies).
+* **Quiet logs.** The job's driver JVM gets Firn's Log4j 2 configuration at WARN
+  (``spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=...``, before the user's own
+  options, so a ``-Dlog4j2.configurationFile`` of theirs wins), and its Python processes
+  (driver and workers, ``PYTHONWARNINGS``, ``spark.executorEnv.PYTHONWARNINGS``) ignore
+  third-party deprecation warnings: the task log holds spark-submit's command, warnings and
+  errors, and the job's one result line last (:func:`quiet_conf`). The file is this worker's:
+  in cluster deploy mode the driver runs elsewhere and Spark's own configuration applies.
 * **Kill.** :meth:`SparkMaintenanceJob.kill` runs the hook's ``on_kill`` (kills spark-submit,
   and the application on YARN or Kubernetes) and then the processes spark-submit started (the
   PySpark driver is a child of the spark-submit JVM and outlives a killed parent otherwise).
@@ -262,10 +269,12 @@ class SparkMaintenanceJob:
         user's), the job's arguments without it, OpenLineage's properties in the conf."""
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
+        from firn.spark.job import PYTHON_WORKER_WARNINGS
+
         short = job_operation(method)
         s = self.settings
         return SparkSubmitHook(
-            conf=openlineage_conf({str(k): v for k, v in s.conf.items()}, context),
+            conf=openlineage_conf(quiet_conf({str(k): v for k, v in s.conf.items()}), context),
             conn_id=s.conn_id,
             py_files=s.py_files,
             archives=s.archives,
@@ -277,6 +286,7 @@ class SparkMaintenanceJob:
             name=f"firn-{short}-{table}",
             application_args=job_arguments(short, table, options, result),
             env_vars={
+                PYTHONWARNINGS: PYTHON_WORKER_WARNINGS,
                 **{str(k): str(v) for k, v in s.env_vars.items()},
                 **driver_environment(self.catalog, self.extra_properties),
             },
@@ -410,6 +420,25 @@ def preflight(
         )
 
 
+PYTHONWARNINGS = "PYTHONWARNINGS"
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+EXECUTOR_PYTHONWARNINGS = "spark.executorEnv.PYTHONWARNINGS"
+
+
+def quiet_conf(conf: dict[str, Any]) -> dict[str, Any]:
+    """``conf`` with the job's quiet logging (see the module docstring): Firn's Log4j 2 file
+    first in the driver's Java options (the user's options after it, so theirs win), and
+    ``PYTHONWARNINGS`` for the Python workers unless the conf sets it."""
+    from firn.spark.job import PYTHON_WORKER_WARNINGS, log_config
+
+    out = dict(conf)
+    ours = f"-Dlog4j2.configurationFile=file:{log_config()}"
+    theirs = str(out.get(DRIVER_JAVA_OPTIONS) or "").strip()
+    out[DRIVER_JAVA_OPTIONS] = f"{ours} {theirs}".strip()
+    out.setdefault(EXECUTOR_PYTHONWARNINGS, PYTHON_WORKER_WARNINGS)
+    return out
+
+
 def openlineage_conf(conf: dict[str, Any], context: Context | None) -> dict[str, Any]:
     """``conf`` with OpenLineage's parent job and transport properties when the
     ``[openlineage] spark_inject_*`` options are on (what ``SparkSubmitOperator`` adds)."""
@@ -439,5 +468,6 @@ __all__ = [
     "job_operation",
     "openlineage_conf",
     "preflight",
+    "quiet_conf",
     "require_spark_connection",
 ]

@@ -38,7 +38,7 @@ from firn_airflow.assets import firn_asset
 from firn_airflow.constants import DEFAULT_CONN_ID, EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
 from firn_airflow.hooks.firn import FirnHook
 from firn_airflow.hooks.spark_job import SparkSettings
-from firn_airflow.operators.execution import DEFAULT_SPARK_MIN_BYTES, check_execution, choose_execution
+from firn_airflow.operators.execution import AutoThresholds, check_execution, choose_execution
 from firn_airflow.operators.lineage import (
     MaintenanceLineage,
     dataset_identity,
@@ -91,10 +91,16 @@ class FirnMaintenanceBaseOperator(BaseOperator):
     :param options: the operation's options by Iceberg name, hyphenated or with underscores
         (templated), e.g. ``{"min-input-files": 2}``.
     :param execution: where the operation runs: ``"spark"`` (spark-submit, default),
-        ``"worker"`` (in the Airflow worker) or ``"auto"`` (Spark when the table's live data
-        files exceed ``spark_min_bytes``).
-    :param spark_min_bytes: the ``auto`` threshold (default 1 GiB; templated, e.g. from a DAG
-        param: ``"{{ params.spark_min_bytes }}"``).
+        ``"worker"`` (in the Airflow worker) or ``"auto"``: by the work the operation's plan
+        holds (:mod:`firn_airflow.operators.execution`), so metadata-only work stays in the
+        worker.
+    :param spark_min_bytes: ``auto`` submits to Spark above this many bytes of data and delete
+        files to rewrite (default: table property ``firn.execution.spark-min-bytes``, else
+        1 GiB; templated, e.g. ``"{{ params.spark_min_bytes }}"``).
+    :param spark_min_metadata_bytes: ... above this many bytes of manifests to rewrite
+        (default: ``firn.execution.spark-min-metadata-bytes``, else 256 MiB; templated).
+    :param spark_min_delete_files: ... above this many files to delete (default:
+        ``firn.execution.spark-min-delete-files``, else 100,000; templated).
     :param spark: how to submit to Spark (templated): a
         :class:`~firn_airflow.hooks.spark_job.SparkSettings` or a dict of its fields --
         ``conn_id`` (the Spark connection, must exist; default ``spark_default``), ``conf``,
@@ -116,7 +122,14 @@ class FirnMaintenanceBaseOperator(BaseOperator):
     # The ``table.maintenance`` operation (``firn.maintenance.operations``) this operator runs.
     OPERATION: ClassVar[str] = ""
 
-    template_fields: Sequence[str] = ("table", "options", "spark_min_bytes", "spark")
+    template_fields: Sequence[str] = (
+        "table",
+        "options",
+        "spark_min_bytes",
+        "spark_min_metadata_bytes",
+        "spark_min_delete_files",
+        "spark",
+    )
     template_fields_renderers: ClassVar[dict[str, str]] = {"options": "json", "spark": "json"}
     ui_color = "#dbeef7"
 
@@ -127,7 +140,9 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         firn_conn_id: str = DEFAULT_CONN_ID,
         options: dict[str, Any] | None = None,
         execution: str = "spark",
-        spark_min_bytes: int | str = DEFAULT_SPARK_MIN_BYTES,
+        spark_min_bytes: int | str | None = None,
+        spark_min_metadata_bytes: int | str | None = None,
+        spark_min_delete_files: int | str | None = None,
         spark: SparkSettings | Mapping[str, Any] | None = None,
         dry_run: bool = False,
         skip_if_not_recommended: bool = False,
@@ -152,6 +167,8 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         self.options = options
         self.execution = execution
         self.spark_min_bytes = spark_min_bytes
+        self.spark_min_metadata_bytes = spark_min_metadata_bytes
+        self.spark_min_delete_files = spark_min_delete_files
         # A dict (JSON, so templated and serialized like any argument) of SparkSettings' fields.
         self.spark = dataclasses.asdict(spark) if isinstance(spark, SparkSettings) else spark
         # ``BaseOperator.dry_run()`` is a method (render templates only): keep the flag apart.
@@ -208,6 +225,20 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         )
         return [(self.OPERATION, options)]
 
+    def run_work(
+        self,
+        work: Work,
+        table: Table,
+        run: Callable[[str, dict[str, Any]], MaintenanceResult | MaintenancePlan[Any]],
+    ) -> list[MaintenanceResult | MaintenancePlan[Any]]:
+        """Run each ``(operation, options)`` of ``work`` in order through ``run``, on the table
+        as the previous step left it."""
+        typed: list[MaintenanceResult | MaintenancePlan[Any]] = []
+        for operation, options in work:
+            table.refresh()
+            typed.append(run(operation, options))
+        return typed
+
     def xcom_value(self, table: str, results: list[dict[str, Any]]) -> Any:
         """The task's return value: the result (or plan) as JSON."""
         return results[0]
@@ -236,16 +267,15 @@ class FirnMaintenanceBaseOperator(BaseOperator):
             raise ValidationError(f"table must be a table name such as 'db.events', got {table!r}")
         return table.strip()
 
-    def _spark_min_bytes(self) -> int:
-        value: object = self.spark_min_bytes
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            value = int(value)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise ValidationError(f"spark_min_bytes must be a whole number of bytes, got {value!r}")
-        number = value
-        if number < 0:
-            raise ValidationError(f"spark_min_bytes must be >= 0, got {number}")
-        return number
+    def _thresholds(self, properties: Mapping[str, str]) -> AutoThresholds:
+        """The ``auto`` thresholds: the (rendered) arguments, else the table's properties."""
+        given = {
+            "spark_min_bytes": self.spark_min_bytes,
+            "spark_min_metadata_bytes": self.spark_min_metadata_bytes,
+            "spark_min_delete_files": self.spark_min_delete_files,
+        }
+        # A template that rendered to nothing (an unset param) gives way to the table's value.
+        return AutoThresholds.resolve({k: (None if v == "" else v) for k, v in given.items()}, properties)
 
     def _execute(self, context: Context) -> Any:
         table_name = self._table_name = self._rendered_table()
@@ -260,16 +290,14 @@ class FirnMaintenanceBaseOperator(BaseOperator):
             if reason is not None:
                 raise AirflowSkipException(reason)
             work = self.work(table)
-            execution = choose_execution(
-                self.execution, table.health() if self.execution == "auto" else None, self._spark_min_bytes()
-            )
             deadline = time.monotonic() + self.lease_wait_timeout
             if not self.plan_only:
                 self._check_lease(catalog, table_name, work[0][0], deadline)
-            typed: list[MaintenanceResult | MaintenancePlan[Any]] = []
-            for operation, options in work:
-                table.refresh()
-                typed.append(self._run_one(hook, table, operation, options, execution, deadline, context))
+            typed = self.run_work(
+                work,
+                table,
+                lambda operation, options: self._run_one(hook, table, operation, options, deadline, context),
+            )
             table.refresh()
             health = table.health().to_dict()
         finally:
@@ -294,27 +322,42 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         table: Table,
         operation: str,
         options: dict[str, Any],
-        execution: str,
         deadline: float,
         context: Context,
     ) -> MaintenanceResult | MaintenancePlan[Any]:
         name = table.name
         spark = self._spark_settings()
+        plan: MaintenancePlan[Any] | None = None
+        if self.execution == "auto" and not self.plan_only:
+            # Decide by the plan's work (planning reads metadata only); a run in this worker
+            # then executes this plan rather than planning again.
+            plan = table.maintenance.operation(operation, options).plan()
+        where, why = choose_execution(
+            self.execution,
+            plan.work() if plan is not None else None,
+            self._thresholds(table.properties) if plan is not None else AutoThresholds(),
+        )
+        # The plan is used once: a retry after waiting for the lease plans again.
+        fresh = [plan] if plan is not None and where == "worker" else []
         if self.plan_only:
             self.log.info("Planning %s on %s (dry run) with options %s", operation, name, options)
-        elif execution == "worker":
-            self.log.info("Running %s on %s in this worker with options %s", operation, name, options)
+        elif where == "worker":
+            self.log.info(
+                "Running %s on %s in this worker (%s) with options %s", operation, name, why, options
+            )
         else:
             self.log.info(
-                "Submitting %s on %s to Spark (connection %r) with options %s",
+                "Submitting %s on %s to Spark (connection %r; %s) with options %s",
                 operation,
                 name,
                 spark.conn_id,
+                why,
                 options,
             )
-        where: Literal["worker", "spark"] = "spark" if execution == "spark" else "worker"
         try:
-            result = self._run_with_lease(hook, table, operation, options, where, spark, deadline, context)
+            result = self._run_with_lease(
+                hook, table, operation, options, where, fresh, spark, deadline, context
+            )
         except GroupsFailed as e:
             # The groups that did commit are in the task log; the task fails, and its retry
             # plans again: the committed groups' files are replaced, so only the rest remain.
@@ -340,6 +383,7 @@ class FirnMaintenanceBaseOperator(BaseOperator):
         operation: str,
         options: dict[str, Any],
         where: Literal["worker", "spark"],
+        fresh: list[MaintenancePlan[Any]],
         spark: SparkSettings,
         deadline: float,
         context: Context,
@@ -352,6 +396,7 @@ class FirnMaintenanceBaseOperator(BaseOperator):
                 options,
                 execution=where,
                 dry_run=self.plan_only,
+                plan=fresh.pop() if fresh else None,
                 spark=spark,
                 context=context,
                 log=self.log,

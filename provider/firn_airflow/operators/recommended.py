@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk.exceptions import AirflowSkipException
 
 from firn.errors import ValidationError
 from firn.maintenance import registry
+from firn.maintenance.recommend import run_in_turn
 from firn_airflow.constants import EVENT_HEALTH, EVENT_OPERATION, EVENT_RESULT
 from firn_airflow.operators.base import FirnMaintenanceBaseOperator, Work
 from firn_airflow.operators.lineage import maintenance_lineage
 from firn_airflow.operators.options import merge_options
 
 if TYPE_CHECKING:
+    from firn.maintenance.base import MaintenancePlan, MaintenanceResult
     from firn.maintenance.recommend import Recommendation
     from firn.table.table import Table
 
@@ -71,13 +73,12 @@ class FirnMaintenanceOperator(FirnMaintenanceBaseOperator):
             operations = [operations]
         self.operations = tuple(operation_name(o) for o in operations) if operations is not None else None
         self._recommendations: list[Recommendation] = []
+        self._satisfied: list[str] = []
 
     def work(self, table: Table) -> Work:
         per_operation = self._per_operation_options()
         recommendations = table.maintenance.recommend()
-        self._recommendations = [
-            r for r in recommendations if self.operations is None or r.operation in self.operations
-        ]
+        self._recommendations = self._considered(recommendations)
         if not self._recommendations:
             listed = ", ".join(r.operation for r in recommendations) or "nothing"
             raise AirflowSkipException(
@@ -98,6 +99,46 @@ class FirnMaintenanceOperator(FirnMaintenanceBaseOperator):
             for r in self._recommendations
         ]
 
+    def run_work(
+        self,
+        work: Work,
+        table: Table,
+        run: Callable[[str, dict[str, Any]], MaintenanceResult | MaintenancePlan[Any]],
+    ) -> list[MaintenanceResult | MaintenancePlan[Any]]:
+        """The recommended steps in turn, each asked again before it runs (the CLI's
+        ``maintain recommend --run`` logic, :func:`firn.maintenance.recommend.run_in_turn`): a
+        step an earlier one made unnecessary is left out and logged, one still due runs with
+        the options recommended now (under ``operation_options``)."""
+        if self.plan_only:  # a dry run plans the list as it stands: nothing ran in between
+            return super().run_work(work, table, run)
+        per_operation = self._per_operation_options()
+
+        def recommend_again() -> list[Recommendation]:
+            table.refresh()
+            return self._considered(table.maintenance.recommend())
+
+        def run_one(r: Recommendation) -> MaintenanceResult | MaintenancePlan[Any]:
+            table.refresh()
+            options = merge_options(
+                where=f"{r.operation} on {table.name}",
+                recommended=r.options,
+                given=per_operation.get(r.operation),
+            )
+            return run(r.operation, options)
+
+        typed, satisfied = run_in_turn(self._recommendations, recommend_again, run_one)
+        self._satisfied = satisfied
+        for operation in satisfied:
+            self.log.info(
+                "%s on %s is no longer recommended: an earlier operation did its work; not run",
+                operation,
+                table.name,
+            )
+        return typed
+
+    def _considered(self, recommendations: Sequence[Recommendation]) -> list[Recommendation]:
+        return [r for r in recommendations if self.operations is None or r.operation in self.operations]
+
     def _per_operation_options(self) -> dict[str, Any]:
         given = self.operation_options or {}
         if not isinstance(given, Mapping):
@@ -113,6 +154,7 @@ class FirnMaintenanceOperator(FirnMaintenanceBaseOperator):
             "operations": [r.get("operation") for r in results],
             "results": results,
             "recommendations": [r.to_dict() for r in self._recommendations],
+            "satisfied": list(self._satisfied),
         }
 
     def event_extra(self, results: list[dict[str, Any]], health: dict[str, Any]) -> dict[str, Any]:
