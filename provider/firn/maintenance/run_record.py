@@ -167,8 +167,14 @@ class GroupedPlan:
 
     @property
     def run_id(self) -> str:
-        """The run's identity: a digest of the plan, recorded in its commits' summaries."""
-        return plan_run_id(self.to_json())
+        """The run's identity: a digest of the plan, recorded in its commits' summaries.
+        Computed once per plan object (a plan is frozen; serialising a plan of many files
+        costs tens of milliseconds, and a run asks several times)."""
+        cached: str | None = self.__dict__.get("_run_id")
+        if cached is None:
+            cached = plan_run_id(self.to_json())
+            object.__setattr__(self, "_run_id", cached)  # not a field: to_json and == ignore it
+        return cached
 
     def groups_done(self, table: MaintainedTable) -> set[int]:
         """The groups an earlier run of this plan committed (:func:`groups_committed_by`)."""

@@ -176,3 +176,15 @@ def test_rewrite_deletion_vectors_resumes_after_a_failed_group(tmp_path: Path) -
         partial_progress_max_commits=2,
     ).plan()
     _resumes_after_a_failed_group(t, "rewrite_deletion_vectors", plan, _delete_file_of(t, 0))
+
+
+def test_the_run_id_is_computed_once_and_changes_nothing_else(tmp_path: Path) -> None:
+    t = make_table(make_sqlite_catalog(tmp_path), "3", properties=MOR)
+    fill(t, "3", appends=4, rows=20)
+    plan = t.maintenance.rewrite_data_files(**OPTIONS).plan()
+    before = plan.to_json()
+    run_id = plan.run_id
+    assert plan.run_id is run_id  # cached on the plan object
+    assert plan.to_json() == before  # the cache is not a field: the plan serialises the same
+    again = MaintenancePlan.from_dict(json.loads(before))
+    assert again == plan and again.run_id == run_id  # equal plans, equal identity
