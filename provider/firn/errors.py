@@ -108,6 +108,29 @@ class ValidationError(FirnError, ValueError):
     """Invalid user input: a bad schema change, filter string, option or argument."""
 
 
+def _defined_here(cls: type[FirnError]) -> list[type[FirnError]]:
+    found = [cls] if cls.__module__ == __name__ else []
+    for sub in cls.__subclasses__():
+        found.extend(_defined_here(sub))
+    return found
+
+
+# Every error class of this module by name, for errors that cross a process boundary by name
+# (``type(e).__name__``: a Spark job's result file, a trigger's event): the receiver raises the
+# same class again. Only these classes: a name from elsewhere is never looked up.
+_BY_NAME: dict[str, type[FirnError]] = {cls.__name__: cls for cls in _defined_here(FirnError)}
+
+
+def error_class(name: str) -> type[FirnError] | None:
+    """The error class of this module named ``name``; ``None`` for any other name."""
+    return _BY_NAME.get(name)
+
+
+def error_names() -> frozenset[str]:
+    """The names :func:`error_class` knows."""
+    return frozenset(_BY_NAME)
+
+
 __all__ = [
     "AlreadyExists",
     "CommitConflict",
@@ -126,4 +149,6 @@ __all__ = [
     "Unsupported",
     "ValidationConflict",
     "ValidationError",
+    "error_class",
+    "error_names",
 ]

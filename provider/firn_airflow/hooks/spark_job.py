@@ -48,24 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from firn.errors import (
-    AlreadyExists,
-    CommitConflict,
-    CommitStateUnknown,
-    FirnError,
-    InvalidMetadata,
-    LeaseHeld,
-    NamespaceNotEmpty,
-    NoSuchNamespace,
-    NoSuchTable,
-    NoSuchView,
-    NotAuthorized,
-    NotFound,
-    StalePlan,
-    Unsupported,
-    ValidationConflict,
-    ValidationError,
-)
+from firn.errors import FirnError, LeaseHeld, ValidationError, error_class
 from firn.maintenance import registry
 from firn_airflow.errors import SparkConnectionError, SparkJobFailed
 
@@ -83,29 +66,6 @@ _CATALOG_NAME_PROPERTY = "name"
 
 
 # The Firn errors a job result entry may name (``{"error": {"type": ...}}``), by class name.
-ERROR_CLASSES: dict[str, type[FirnError]] = {
-    cls.__name__: cls
-    for cls in (
-        FirnError,
-        NotFound,
-        NoSuchTable,
-        NoSuchNamespace,
-        NoSuchView,
-        AlreadyExists,
-        NamespaceNotEmpty,
-        CommitConflict,
-        ValidationConflict,
-        StalePlan,
-        LeaseHeld,
-        CommitStateUnknown,
-        InvalidMetadata,
-        Unsupported,
-        NotAuthorized,
-        ValidationError,
-    )
-}
-
-
 @dataclass(frozen=True, kw_only=True)
 class SparkSettings:
     """How to submit: the Spark connection and ``SparkSubmitHook``'s resource options. The
@@ -170,7 +130,7 @@ def entry_error(entry: Mapping[str, Any], method: str, table: str) -> FirnError:
     kind = str(error.get("type") or "Error")
     message = str(error.get("message") or "no message")
     text = f"{method} on {table} failed in the Spark job: {message}"
-    cls = ERROR_CLASSES.get(kind)
+    cls = error_class(kind)
     if cls is LeaseHeld:
         return LeaseHeld(message)  # already names the table and the holder
     if cls is not None:
@@ -459,7 +419,6 @@ def openlineage_conf(conf: dict[str, Any], context: Context | None) -> dict[str,
 
 __all__ = [
     "DEFAULT_SPARK_CONN_ID",
-    "ERROR_CLASSES",
     "SparkMaintenanceJob",
     "SparkSettings",
     "driver_environment",

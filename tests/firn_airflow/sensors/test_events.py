@@ -48,15 +48,15 @@ def test_templates_are_recognised() -> None:
 
 def test_the_error_mapping_covers_every_firn_error_and_builds_each_from_a_message() -> None:
     import firn.errors
-    from firn_airflow.sensors.events import TRIGGER_ERRORS
 
     defined = {
-        name
+        name: value
         for name, value in vars(firn.errors).items()
         if isinstance(value, type) and issubclass(value, FirnError)
     }
-    assert set(TRIGGER_ERRORS) == defined
-    for name, cls in TRIGGER_ERRORS.items():
+    assert firn.errors.error_names() == set(defined) and len(defined) > 10
+    for name, cls in defined.items():
+        assert firn.errors.error_class(name) is cls
         with pytest.raises(cls, match="boom") as info:
             event_result({"status": "error", "error": name, "message": "boom"}, "health", task="t")
         assert type(info.value) is cls
