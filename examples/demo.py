@@ -36,8 +36,9 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from contextlib import nullcontext as contextlib_nullcontext
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -270,6 +271,105 @@ def run_dag(
     return states
 
 
+def sync_dags_and_unpause(dag_ids: tuple[str, ...]) -> None:
+    """Write ``dags/`` to the metadata DB (what the DAG processor does) and unpause ``dag_ids``:
+    an asset event queues a run only for DAGs that are serialised and unpaused when it lands."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
+    from airflow.models.dag import DagModel
+    from airflow.utils.session import create_session
+
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    manager = DagBundlesManager()
+    with create_session() as session:
+        manager.sync_bundles_to_db(session=session)
+    for bundle in manager.get_all_dag_bundles():
+        if not bundle.is_initialized:
+            bundle.initialize()
+        bag = BundleDagBag(dag_folder=bundle.path, bundle_path=bundle.path, bundle_name=bundle.name)
+        sync_bag_to_db(bag, bundle.name, bundle.version)
+    with create_session() as session:
+        for dag_id in dag_ids:
+            model = session.get(DagModel, dag_id)
+            if model is None:
+                raise RuntimeError(f"DAG {dag_id!r} was not serialised from {REPO / 'dags'}")
+            model.is_paused = False
+
+
+@dataclass(frozen=True)
+class TriggeredRun:
+    """An asset-triggered run the scheduler's asset logic created, and what it consumed."""
+
+    run_id: str
+    consumed: list[tuple[str, str | None, str | None]]  # (asset uri, source dag, source run)
+    states: list[tuple[str, str]]
+
+
+def run_asset_triggered(dag_id: str, verbose: bool) -> TriggeredRun | None:
+    """What the scheduler does with the asset events queued for ``dag_id``: its own asset logic
+    (``SchedulerJobRunner._create_dag_runs_asset_triggered``) creates the ASSET_TRIGGERED run
+    consuming the queued events; its tasks then run in this process as ``dag.test()`` runs
+    them. None when no asset event queued a run."""
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.jobs.job import Job
+    from airflow.jobs.scheduler_job_runner import SchedulerJobRunner
+    from airflow.models.dag import DagModel
+    from airflow.models.dagrun import DagRun
+    from airflow.sdk.definitions.dag import _run_task
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState, TaskInstanceState
+    from airflow.utils.types import DagRunType
+    from sqlalchemy import select
+
+    with create_session() as session:
+        due, _ = DagModel.dags_needing_dagruns(session)
+        models = [m for m in due if m.dag_id == dag_id]
+        if not models:
+            return None
+        runner = SchedulerJobRunner(job=Job(), executors=[])
+        runner._create_dag_runs_asset_triggered(dag_models=models, session=session)
+    bag = DagBag(dag_folder=str(REPO / "dags"))
+    dag = bag.get_dag(dag_id)
+    if dag is None:
+        raise RuntimeError(f"no DAG {dag_id!r} in {REPO / 'dags'}")
+    with create_session() as session:
+        run = session.scalars(
+            select(DagRun)
+            .where(DagRun.dag_id == dag_id, DagRun.run_type == DagRunType.ASSET_TRIGGERED)
+            .where(DagRun.state == DagRunState.QUEUED)
+            .order_by(DagRun.run_after.desc())
+        ).first()
+        if run is None:
+            return None
+        consumed = [(e.asset.uri, e.source_dag_id, e.source_run_id) for e in run.consumed_asset_events]
+        run_id = run.run_id
+        run.state = DagRunState.RUNNING
+        run.start_date = datetime.now(UTC)
+    # The minimal scheduling loop of dag.test(): update the run, run what became schedulable.
+    with create_session() as session, contextlib_nullcontext() if verbose else _quiet_stdout():
+        run = session.scalars(select(DagRun).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id)).one()
+        run.dag = runner._get_current_dag(dag_id=dag_id, session=session)
+        while run.state == DagRunState.RUNNING:
+            session.expire_all()
+            schedulable, _ = run.update_state(session=session)
+            for ti in schedulable:
+                ti.try_number += 1
+                ti.state = TaskInstanceState.SCHEDULED
+            session.commit()
+            for ti in [
+                t for t in run.get_task_instances(session=session) if t.state == TaskInstanceState.SCHEDULED
+            ]:
+                _run_task(ti=ti, task=dag.task_dict[ti.task_id], run_triggerer=True)
+        states = [
+            (ti.task_id + (f"[{ti.map_index}]" if ti.map_index >= 0 else ""), str(ti.state))
+            for ti in run.get_task_instances(session=session)
+        ]
+        state = str(run.state)
+    if state != "success":
+        raise RuntimeError(f"{dag_id} run {run_id} ended {state}: {states}")
+    return TriggeredRun(run_id, consumed, states)
+
+
 def print_states(dag_id: str, states: list[tuple[str, str]]) -> None:
     print(f"  {dag_id}")
     for task_id, state in states:
@@ -325,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paths = Paths(args.warehouse.resolve(), args.airflow_home.resolve())
     started = time.monotonic()
+    demo_start = datetime.now(UTC).replace(microsecond=0)
 
     # Airflow's own modules warn about deprecations of their dependencies; not the demo's concern.
     warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -336,18 +437,34 @@ def main(argv: list[str] | None = None) -> int:
     create_table(paths)
     print(f"Table {TABLE} (format V4) in {paths.catalog_uri}")
 
+    # Every DAG is in the metadata DB before the first ingest, and the compaction DAG is unpaused:
+    # the ingest's asset event then queues its run, as with the real scheduler.
+    sync_dags_and_unpause(("firn_compact_after_ingest",))
+    print(f"Demo started at {demo_start.isoformat()} (every DAG run below starts after it, at the real time)")
+
     print(f"\n1. Ingest: {args.runs} runs of firn_ingest_events (spark-submit, local[2])")
-    first = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=args.runs)
     for i in range(args.runs):
         t0 = time.monotonic()
-        states = run_dag("firn_ingest_events", first + timedelta(hours=i), None, args.verbose)
+        states = run_dag("firn_ingest_events", datetime.now(UTC), None, args.verbose)
         print(f"  run {i + 1}: {', '.join(f'{t} {s}' for t, s in states)} ({time.monotonic() - t0:.0f} s)")
+        # The ingest's outlet event on demo.events queued a run of firn_compact_after_ingest.
+        t0 = time.monotonic()
+        triggered = run_asset_triggered("firn_compact_after_ingest", args.verbose)
+        if triggered is None:
+            print(
+                "\nERROR: the ingest's asset event queued no run of firn_compact_after_ingest",
+                file=sys.stderr,
+            )
+            return 1
+        sources = ", ".join(f"{dag} {run}" for _, dag, run in triggered.consumed)
+        print(
+            f"  firn_compact_after_ingest ({triggered.run_id}, triggered by the asset event of {sources}):"
+            f" {', '.join(f'{t} {s}' for t, s in triggered.states)} ({time.monotonic() - t0:.0f} s)"
+        )
         if i in (0, args.runs - 1):
             # What the AssetWatcher on demo.events would start after these commits.
             t0 = time.monotonic()
-            states = run_dag(
-                "firn_downstream_on_commit", first + timedelta(hours=i, minutes=30), None, args.verbose
-            )
+            states = run_dag("firn_downstream_on_commit", datetime.now(UTC), None, args.verbose)
             print(
                 f"  firn_downstream_on_commit: {', '.join(f'{t} {s}' for t, s in states)}"
                 f" ({time.monotonic() - t0:.0f} s)"
@@ -365,6 +482,10 @@ def main(argv: list[str] | None = None) -> int:
 
     for label, value in health_rows(table.health()):
         print(f"  {label:<24} {value}")
+    root_files, root_limit = (
+        table.health().root_data_files,
+        table.properties.get("commit.root.max-data-files"),
+    )
     for rec in table.maintenance.recommend():
         print(f"  -> {rec.operation}: {rec.reason}")
         print(f"     table.maintenance.{rec.operation}({options_text(rec.options, 'python')})")
@@ -373,7 +494,20 @@ def main(argv: list[str] | None = None) -> int:
 
     before = measure(paths)
     print(
-        "\n3. Maintenance: firn_nightly_maintenance (namespace demo; steps that rewrite data on Spark, "
+        "\n3. Root flush: firn_root_flush_on_growth (the sensor compares the root's data files with the"
+        " table's commit.root.max-data-files, 8 here; the flush runs on Spark)"
+    )
+    if root_files is None or root_limit is None or root_files < int(root_limit):
+        # The sensor would wait (deferred) for growth that no further ingest brings.
+        print(f"\nERROR: the root holds {root_files} data files, below {root_limit}", file=sys.stderr)
+        return 1
+    t0 = time.monotonic()
+    states = run_dag("firn_root_flush_on_growth", datetime.now(UTC), None, args.verbose)
+    print_states("firn_root_flush_on_growth", states)
+    print(f"  ({time.monotonic() - t0:.0f} s)")
+
+    print(
+        "\n4. Maintenance: firn_nightly_maintenance (namespace demo; steps that rewrite data on Spark, "
         "metadata-only steps in the worker)"
     )
     t0 = time.monotonic()
@@ -387,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  ({time.monotonic() - t0:.0f} s)")
     after = measure(paths)
 
-    print("\n4. Before and after")
+    print("\n5. Before and after")
     print(comparison(before, after))
     if not before.fingerprint.equals(after.fingerprint):
         print("\nERROR: the table's rows changed during maintenance", file=sys.stderr)
