@@ -297,27 +297,23 @@ def sync_dags_and_unpause(dag_ids: tuple[str, ...]) -> None:
 
 
 @dataclass(frozen=True)
-class TriggeredRun:
-    """An asset-triggered run the scheduler's asset logic created, and what it consumed."""
+class QueuedRun:
+    """An asset-triggered run the scheduler's asset logic created, and the events it consumed."""
 
     run_id: str
     consumed: list[tuple[str, str | None, str | None]]  # (asset uri, source dag, source run)
-    states: list[tuple[str, str]]
 
 
-def run_asset_triggered(dag_id: str, verbose: bool) -> TriggeredRun | None:
+def create_asset_triggered_run(dag_id: str) -> QueuedRun | None:
     """What the scheduler does with the asset events queued for ``dag_id``: its own asset logic
-    (``SchedulerJobRunner._create_dag_runs_asset_triggered``) creates the ASSET_TRIGGERED run
-    consuming the queued events; its tasks then run in this process as ``dag.test()`` runs
-    them. None when no asset event queued a run."""
-    from airflow.dag_processing.dagbag import DagBag
+    (``DagModel.dags_needing_dagruns``, ``SchedulerJobRunner._create_dag_runs_asset_triggered``)
+    creates the queued ASSET_TRIGGERED run that consumes them. None when no event queued one."""
     from airflow.jobs.job import Job
     from airflow.jobs.scheduler_job_runner import SchedulerJobRunner
     from airflow.models.dag import DagModel
     from airflow.models.dagrun import DagRun
-    from airflow.sdk.definitions.dag import _run_task
     from airflow.utils.session import create_session
-    from airflow.utils.state import DagRunState, TaskInstanceState
+    from airflow.utils.state import DagRunState
     from airflow.utils.types import DagRunType
     from sqlalchemy import select
 
@@ -326,12 +322,9 @@ def run_asset_triggered(dag_id: str, verbose: bool) -> TriggeredRun | None:
         models = [m for m in due if m.dag_id == dag_id]
         if not models:
             return None
-        runner = SchedulerJobRunner(job=Job(), executors=[])
-        runner._create_dag_runs_asset_triggered(dag_models=models, session=session)
-    bag = DagBag(dag_folder=str(REPO / "dags"))
-    dag = bag.get_dag(dag_id)
-    if dag is None:
-        raise RuntimeError(f"no DAG {dag_id!r} in {REPO / 'dags'}")
+        SchedulerJobRunner(job=Job(), executors=[])._create_dag_runs_asset_triggered(
+            dag_models=models, session=session
+        )
     with create_session() as session:
         run = session.scalars(
             select(DagRun)
@@ -341,14 +334,35 @@ def run_asset_triggered(dag_id: str, verbose: bool) -> TriggeredRun | None:
         ).first()
         if run is None:
             return None
-        consumed = [(e.asset.uri, e.source_dag_id, e.source_run_id) for e in run.consumed_asset_events]
-        run_id = run.run_id
-        run.state = DagRunState.RUNNING
-        run.start_date = datetime.now(UTC)
-    # The minimal scheduling loop of dag.test(): update the run, run what became schedulable.
+        return QueuedRun(
+            run.run_id, [(e.asset.uri, e.source_dag_id, e.source_run_id) for e in run.consumed_asset_events]
+        )
+
+
+def run_queued(dag_id: str, run_id: str, verbose: bool) -> list[tuple[str, str]]:
+    """Run a queued run's tasks in this process, with the minimal scheduling loop of
+    ``dag.test()`` (update the run, run what became schedulable); (task, state) of each task.
+    Raises when the run did not succeed."""
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.models.dagrun import DagRun
+    from airflow.models.serialized_dag import SerializedDagModel
+    from airflow.sdk.definitions.dag import _run_task
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState, TaskInstanceState
+    from sqlalchemy import select
+
+    dag = DagBag(dag_folder=str(REPO / "dags")).get_dag(dag_id)
+    if dag is None:
+        raise RuntimeError(f"no DAG {dag_id!r} in {REPO / 'dags'}")
     with create_session() as session, contextlib_nullcontext() if verbose else _quiet_stdout():
         run = session.scalars(select(DagRun).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id)).one()
-        run.dag = runner._get_current_dag(dag_id=dag_id, session=session)
+        serialized = SerializedDagModel.get(dag_id=dag_id, session=session)
+        if serialized is None:
+            raise RuntimeError(f"DAG {dag_id!r} is not in the metadata DB")
+        run.dag = serialized.dag
+        run.state = DagRunState.RUNNING
+        run.start_date = datetime.now(UTC)
+        session.commit()
         while run.state == DagRunState.RUNNING:
             session.expire_all()
             schedulable, _ = run.update_state(session=session)
@@ -356,10 +370,9 @@ def run_asset_triggered(dag_id: str, verbose: bool) -> TriggeredRun | None:
                 ti.try_number += 1
                 ti.state = TaskInstanceState.SCHEDULED
             session.commit()
-            for ti in [
-                t for t in run.get_task_instances(session=session) if t.state == TaskInstanceState.SCHEDULED
-            ]:
-                _run_task(ti=ti, task=dag.task_dict[ti.task_id], run_triggerer=True)
+            for ti in run.get_task_instances(session=session):
+                if ti.state == TaskInstanceState.SCHEDULED:
+                    _run_task(ti=ti, task=dag.task_dict[ti.task_id], run_triggerer=True)
         states = [
             (ti.task_id + (f"[{ti.map_index}]" if ti.map_index >= 0 else ""), str(ti.state))
             for ti in run.get_task_instances(session=session)
@@ -367,7 +380,13 @@ def run_asset_triggered(dag_id: str, verbose: bool) -> TriggeredRun | None:
         state = str(run.state)
     if state != "success":
         raise RuntimeError(f"{dag_id} run {run_id} ended {state}: {states}")
-    return TriggeredRun(run_id, consumed, states)
+    return states
+
+
+def print_compaction(queued: QueuedRun, states: list[tuple[str, str]], seconds: float) -> None:
+    print(
+        f"  firn_compact_after_ingest {queued.run_id}: {', '.join(f'{t} {s}' for t, s in states)} ({seconds:.0f} s)"
+    )
 
 
 def print_states(dag_id: str, states: list[tuple[str, str]]) -> None:
@@ -443,24 +462,31 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Demo started at {demo_start.isoformat()} (every DAG run below starts after it, at the real time)")
 
     print(f"\n1. Ingest: {args.runs} runs of firn_ingest_events (spark-submit, local[2])")
+    last_compaction: QueuedRun | None = None
     for i in range(args.runs):
         t0 = time.monotonic()
         states = run_dag("firn_ingest_events", datetime.now(UTC), None, args.verbose)
         print(f"  run {i + 1}: {', '.join(f'{t} {s}' for t, s in states)} ({time.monotonic() - t0:.0f} s)")
-        # The ingest's outlet event on demo.events queued a run of firn_compact_after_ingest.
-        t0 = time.monotonic()
-        triggered = run_asset_triggered("firn_compact_after_ingest", args.verbose)
-        if triggered is None:
+        # The ingest's outlet event on demo.events queued a run of firn_compact_after_ingest; the
+        # scheduler's asset logic creates it.
+        queued = create_asset_triggered_run("firn_compact_after_ingest")
+        if queued is None:
             print(
                 "\nERROR: the ingest's asset event queued no run of firn_compact_after_ingest",
                 file=sys.stderr,
             )
             return 1
-        sources = ", ".join(f"{dag} {run}" for _, dag, run in triggered.consumed)
-        print(
-            f"  firn_compact_after_ingest ({triggered.run_id}, triggered by the asset event of {sources}):"
-            f" {', '.join(f'{t} {s}' for t, s in triggered.states)} ({time.monotonic() - t0:.0f} s)"
-        )
+        sources = ", ".join(f"{dag} {run} on {uri}" for uri, dag, run in queued.consumed)
+        print(f"  firn_compact_after_ingest {queued.run_id} queued by the asset event of {sources}")
+        if i < args.runs - 1:
+            t0 = time.monotonic()
+            print_compaction(
+                queued,
+                run_queued("firn_compact_after_ingest", queued.run_id, args.verbose),
+                time.monotonic() - t0,
+            )
+        else:
+            last_compaction = queued  # runs after the root flush (below), which it would undo
         if i in (0, args.runs - 1):
             # What the AssetWatcher on demo.events would start after these commits.
             t0 = time.monotonic()
@@ -506,8 +532,16 @@ def main(argv: list[str] | None = None) -> int:
     print_states("firn_root_flush_on_growth", states)
     print(f"  ({time.monotonic() - t0:.0f} s)")
 
+    # The compaction the last ingest queued: it runs after the flush, since it rewrites the
+    # root's small files into one (in a deployment the two would race; here they take turns).
+    assert last_compaction is not None
+    print("\n4. The compaction the last ingest's asset event queued")
+    t0 = time.monotonic()
+    states = run_queued("firn_compact_after_ingest", last_compaction.run_id, args.verbose)
+    print_compaction(last_compaction, states, time.monotonic() - t0)
+
     print(
-        "\n4. Maintenance: firn_nightly_maintenance (namespace demo; steps that rewrite data on Spark, "
+        "\n5. Maintenance: firn_nightly_maintenance (namespace demo; steps that rewrite data on Spark, "
         "metadata-only steps in the worker)"
     )
     t0 = time.monotonic()
@@ -521,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  ({time.monotonic() - t0:.0f} s)")
     after = measure(paths)
 
-    print("\n5. Before and after")
+    print("\n6. Before and after")
     print(comparison(before, after))
     if not before.fingerprint.equals(after.fingerprint):
         print("\nERROR: the table's rows changed during maintenance", file=sys.stderr)
