@@ -385,7 +385,7 @@ def run_queued(dag_id: str, run_id: str, verbose: bool) -> list[tuple[str, str]]
 
 def print_compaction(queued: QueuedRun, states: list[tuple[str, str]], seconds: float) -> None:
     print(
-        f"  firn_compact_after_ingest {queued.run_id}: {', '.join(f'{t} {s}' for t, s in states)} ({seconds:.0f} s)"
+        f"  firn_compact_after_ingest {queued.run_id}: {', '.join(f'{t} {s}' for t, s in states)} ({seconds:.1f} s)"
     )
 
 
