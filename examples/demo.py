@@ -4,22 +4,30 @@ What it does, on the embedded defaults (a SQLite catalog and a local warehouse i
 ``./warehouse``, Airflow's metadata in SQLite under ``./.airflow``, Spark ``local[2]``):
 
 1. creates the table ``demo.events`` (format V4) with maintenance thresholds scaled down to a
-   demo-sized table (the defaults are for production tables of thousands of files);
-2. runs the ingest DAG ``firn_ingest_events`` several times through ``dag.test()``: each run
-   submits a PySpark job (``spark-submit``) that appends small batches through the ``firn``
-   data source and retracts some events with a merge-on-read delete;
-   after the first and the last of them, the sensor-triggered pipeline ``firn_downstream_on_commit``
-   runs as its ``AssetWatcher`` would start it: a PySpark job folds the commits since its last
-   run into the aggregate ``demo.events_by_kind``, exactly once, and the demo prints that
-   table next to the aggregate recomputed from all of ``demo.events`` (they must be equal);
+   demo-sized table (the defaults are for production tables of thousands of files), writes
+   ``dags/`` to Airflow's metadata DB and unpauses ``firn_compact_after_ingest``;
+2. runs the ingest DAG ``firn_ingest_events`` several times through ``dag.test()`` (real
+   logical dates, nothing backdated): each run submits a PySpark job (``spark-submit``) that
+   appends small batches through the ``firn`` data source and retracts some events with a
+   merge-on-read delete. Its outlet event on the table's asset queues a run of
+   ``firn_compact_after_ingest``: the scheduler's own asset logic creates that run (the demo
+   prints which ingest run's event it consumed) and the demo runs its task -- at once, except
+   after the last ingest, where it runs after the root flush (step 4) that it would otherwise
+   pre-empt. After the first and the last ingest, the sensor-triggered pipeline
+   ``firn_downstream_on_commit`` runs as its ``AssetWatcher`` would start it: a PySpark job
+   folds the commits since its last run into the aggregate ``demo.events_by_kind``, exactly
+   once, and the demo prints that table next to the aggregate recomputed from all of
+   ``demo.events`` (they must be equal);
 3. prints the table's ``health()`` and what ``recommend()`` would run;
-4. runs the maintenance DAG ``firn_nightly_maintenance`` through ``dag.test()`` (every table of
-   the namespace; the operations ``recommend()`` asks for: those that rewrite data submitted to
-   Spark, metadata-only ones run in the worker), printing each
-   task's state;
-5. prints a before/after table (snapshots, data files, small files, DVs, root entries,
-   planning and full-scan time, rows), checks that the table's rows are identical, and says
-   where the warehouse is and how to see it in the Airflow UI (``make airflow``).
+4. runs ``firn_root_flush_on_growth``: its deferrable sensor compares the root's data files with
+   the table's ``commit.root.max-data-files`` (8), fires, and the flush runs on Spark; then the
+   compaction the last ingest queued;
+5. runs the maintenance DAG ``firn_nightly_maintenance`` through ``dag.test()`` (every table of
+   the namespace; the operations ``recommend()`` asks for), printing each task's state;
+6. prints a before/after table (snapshots, data files, small files, DVs, root entries,
+   planning and full-scan time, rows) around steps 4 and 5, checks that the table's rows are
+   identical, and says where the warehouse is and how to see it in the Airflow UI
+   (``make airflow``), where every run shows its real duration.
 
 Re-running starts over: the demo table and the demo's Airflow database are recreated.
 """
