@@ -450,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--airflow-home", type=Path, default=REPO / ".airflow")
     parser.add_argument("--verbose", action="store_true", help="show the DAG runs' task logs")
     args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     paths = Paths(args.warehouse.resolve(), args.airflow_home.resolve())
     started = time.monotonic()
     demo_start = datetime.now(UTC).replace(microsecond=0)
@@ -542,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # The compaction the last ingest queued: it runs after the flush, since it rewrites the
     # root's small files into one (in a deployment the two would race; here they take turns).
-    assert last_compaction is not None
+    assert last_compaction is not None  # --runs >= 1
     print("\n4. The compaction the last ingest's asset event queued")
     t0 = time.monotonic()
     states = run_queued("firn_compact_after_ingest", last_compaction.run_id, args.verbose)
