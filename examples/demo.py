@@ -43,8 +43,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
-from contextlib import nullcontext as contextlib_nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -362,7 +361,7 @@ def run_queued(dag_id: str, run_id: str, verbose: bool) -> list[tuple[str, str]]
     dag = DagBag(dag_folder=str(REPO / "dags")).get_dag(dag_id)
     if dag is None:
         raise RuntimeError(f"no DAG {dag_id!r} in {REPO / 'dags'}")
-    with create_session() as session, contextlib_nullcontext() if verbose else _quiet_stdout():
+    with create_session() as session, nullcontext() if verbose else _quiet_stdout():
         run = session.scalars(select(DagRun).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id)).one()
         serialized = SerializedDagModel.get(dag_id=dag_id, session=session)
         if serialized is None:
