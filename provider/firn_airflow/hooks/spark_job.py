@@ -161,6 +161,7 @@ class SparkMaintenanceJob:
         self.log = log
         self.killed = False
         self._hook: Any = None
+        self._result: str | None = None  # this submission's result path: on its command lines
 
     # -- checks before anything is submitted -----------------------------------------------------
     def check(self) -> None:
@@ -198,6 +199,7 @@ class SparkMaintenanceJob:
         else:
             workdir = tempfile.mkdtemp(prefix="firn-spark-result-")
             result = str(Path(workdir) / "result.json")
+        self._result = result
         self._hook = self.submit_hook(method, table, options, result, context)
         failure: str | None = None
         try:
@@ -304,22 +306,29 @@ class SparkMaintenanceJob:
         import psutil  # type: ignore[import-untyped, unused-ignore]
 
         # spark-submit is a child of this task process and the PySpark driver its child: both
-        # are among this process's descendants (read before on_kill, which ends spark-submit).
-        children: list[Any] = []
+        # are among this process's descendants and carry this submission's unique result path
+        # in their arguments (read before on_kill, which ends spark-submit). Only those and
+        # what they started are killed: never another Spark process of this task process (a
+        # local SparkSession, another job).
+        ours: dict[int, Any] = {}
         with contextlib.suppress(psutil.Error):
-            children = [c for c in psutil.Process().children(recursive=True) if _is_spark_process(c)]
+            for process in psutil.Process().children(recursive=True):
+                if self._result is not None and _runs_job(process, self._result):
+                    ours[process.pid] = process
+                    with contextlib.suppress(psutil.Error):
+                        ours.update((c.pid, c) for c in process.children(recursive=True))
         hook.on_kill()
-        for child in children:
+        for process in ours.values():
             with contextlib.suppress(Exception):
-                child.kill()
+                process.kill()
 
 
-def _is_spark_process(process: Any) -> bool:
+def _runs_job(process: Any, result: str) -> bool:
+    """Whether ``process`` runs the submission whose result path is ``result``."""
     try:
-        command = " ".join(process.cmdline())
+        return any(result in arg for arg in process.cmdline())
     except Exception:  # gone already, or not ours to read
         return False
-    return "spark" in command.lower() or "firn" in command.lower()
 
 
 def require_spark_connection(conn_id: str) -> None:

@@ -146,3 +146,41 @@ def test_results_are_read_from_a_local_path_or_a_result_dir_uri(tmp_path: Path) 
     assert job._entry([entry], "flush_root", "DB.events", None) == entry
     with pytest.raises(SparkJobFailed, match=r"spark-submit failed\. exit 1"):
         job._entry(None, "flush_root", "db.events", "exit 1")
+
+
+def test_kill_ends_only_this_submission_s_processes(tmp_path: Path) -> None:
+    """kill() ends the processes that carry this submission's result path (and what they
+    started), never another Spark process of the same task process, e.g. a local
+    SparkSession's JVM (an earlier version killed every descendant whose command line said
+    "spark", and took the test session's own JVM with it)."""
+    import subprocess
+    import sys
+    import time
+    from unittest import mock
+
+    import psutil
+
+    result = str(tmp_path / "result.json")
+    sleeper = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); time.sleep(120)"
+    ours = subprocess.Popen([sys.executable, "-c", sleeper, "--result", result])
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)", "org.apache.spark.deploy.SparkSubmit", "firn"]
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not psutil.Process(ours.pid).children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        grandchild = psutil.Process(ours.pid).children()[0]
+        job = SparkMaintenanceJob(SparkSettings(), CONFIG)
+        job._hook = mock.Mock()
+        job._result = result
+        job.kill()
+        job._hook.on_kill.assert_called_once_with()
+        assert ours.wait(timeout=30) != 0
+        psutil.wait_procs([grandchild], timeout=30)
+        assert not grandchild.is_running() or grandchild.status() == psutil.STATUS_ZOMBIE
+        assert other.poll() is None  # another Spark-looking process of this process lives on
+    finally:
+        for p in (ours, other):
+            p.kill()
+            p.wait()
