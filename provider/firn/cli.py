@@ -36,15 +36,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
-from click.exceptions import NoArgsIsHelpError
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -58,73 +55,34 @@ from rich.table import Table as RichTable
 
 from firn.catalog import load_catalog
 from firn.catalog.base import Catalog, to_identifier
-from firn.errors import FirnError, LeaseHeld, NotFound, Unsupported, ValidationError
+from firn.cli_errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_LEASE_HELD,
+    CliError,
+    FirnGroup,
+    cli_errors,
+    in_cli_syntax,
+    pairs,
+)
+from firn.cli_serve import serve
+from firn.errors import FirnError
 from firn.maintenance import registry
 from firn.maintenance.base import MaintenanceResult
 from firn.maintenance.present import estimate_sentence, health_rows, options_text, recommendation_lines
 from firn.maintenance.recommend import Recommendation, run_in_turn
-from firn.maintenance.remove_orphan_files import DRY_RUN_HINT_CLI, DRY_RUN_HINT_PYTHON
 from firn.maintenance.run_record import GroupRunResult, GroupsFailed
 from firn.maintenance.runner import LocalRunner
 from firn.spec import summary as S
 from firn.table.table import Table
 from firn.util import present
-from firn.util.secrets import is_secret_key, mask_secrets
+from firn.util.secrets import is_secret_key
 
 CATALOG_ENV = "FIRN_CATALOG_URI"
 CATALOG_NAME_ENV = "FIRN_CATALOG_NAME"
 WAREHOUSE_ENV = "FIRN_WAREHOUSE"
 
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_LEASE_HELD = 3
-
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class CliError(click.ClickException):
-    """A one-line error with its exit code; secrets in it (a catalog URI's password, a secret
-    property, any of ``secrets``) are masked (``firn.util.secrets``)."""
-
-    def __init__(self, message: str, exit_code: int, *, secrets: Iterable[str] = ()) -> None:
-        super().__init__(mask_secrets(" ".join(message.split()), secrets))
-        self.exit_code = exit_code  # type: ignore[misc]  # click declares it on the class
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"firn: error: {self.message}", err=True)
-
-
-class _FirnGroup(click.Group):
-    """The root group: click's usage errors (a missing argument, an unknown flag or command)
-    are one line on stderr with exit code 2, like every other bad input."""
-
-    def main(
-        self,
-        args: Sequence[str] | None = None,
-        prog_name: str | None = None,
-        complete_var: str | None = None,
-        standalone_mode: bool = True,
-        **extra: Any,
-    ) -> Any:
-        if not standalone_mode:
-            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        try:
-            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except NoArgsIsHelpError as e:  # a bare group (``firn``, ``firn maintain``): its help
-            e.show()
-            sys.exit(e.exit_code)
-        except click.UsageError as e:
-            where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
-            message = mask_secrets(" ".join(e.format_message().split()))
-            click.echo(f"firn: error: {message}{where}", err=True)
-            sys.exit(EXIT_BAD_INPUT)
-        except click.ClickException as e:
-            e.show()
-            sys.exit(e.exit_code)
-        except click.Abort:
-            click.echo("firn: aborted", err=True)
-            sys.exit(EXIT_FAILED)
-        sys.exit(code if isinstance(code, int) else 0)
 
 
 # -- common options ----------------------------------------------------------------------------------
@@ -190,16 +148,6 @@ def _settings(
     )
 
 
-def _pairs(values: Sequence[str], what: str, sep: str = "=", shape: str = "KEY=VALUE") -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in values:
-        key, found, value = item.partition(sep)
-        if not found or not key.strip():
-            raise CliError(f"{what} must be {shape}, got {item!r}", EXIT_BAD_INPUT)
-        out[key.strip()] = value
-    return out
-
-
 def _open_catalog(s: Settings) -> Catalog:
     if not s.catalog:
         raise CliError(f"no catalog: pass --catalog URI or set {CATALOG_ENV}", EXIT_BAD_INPUT)
@@ -209,7 +157,7 @@ def _open_catalog(s: Settings) -> Catalog:
         # SQLite would create a missing file: a typo would silently open an empty catalog.
         if path and path != ":memory:" and not os.path.exists(path):
             raise CliError(f"catalog database {path} does not exist ({uri})", EXIT_BAD_INPUT)
-    properties = _pairs(s.properties, "--catalog-property")
+    properties = pairs(s.properties, "--catalog-property")
     secrets = [v for k, v in properties.items() if is_secret_key(k)]
     try:
         return load_catalog(uri, warehouse=s.warehouse, name=s.catalog_name or "default", **properties)
@@ -218,19 +166,6 @@ def _open_catalog(s: Settings) -> Catalog:
     except Exception as e:  # a URI the database driver rejects (sqlite://relative.db, ...)
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CliError(f"cannot open catalog {uri}: {first}", EXIT_BAD_INPUT, secrets=secrets) from e
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    """FirnErrors as one-line messages with the documented exit codes."""
-    try:
-        yield
-    except LeaseHeld as e:
-        raise CliError(str(e), EXIT_LEASE_HELD) from e
-    except (ValidationError, NotFound, Unsupported) as e:
-        raise CliError(_in_cli_syntax(str(e)), EXIT_BAD_INPUT) from e
-    except FirnError as e:
-        raise CliError(f"{type(e).__name__}: {_in_cli_syntax(str(e))}", EXIT_FAILED) from e
 
 
 def _load(catalog: Catalog, name: str) -> Table:
@@ -273,7 +208,7 @@ def _kv_table(title: str, rows: Mapping[str, Any]) -> RichTable:
 
 
 # -- the command groups --------------------------------------------------------------------------------
-@click.group(cls=_FirnGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=FirnGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @_common_options
 @click.pass_context
 def main(
@@ -321,7 +256,7 @@ def table_list(namespace: str | None, **common: Any) -> None:
     """The tables of NAMESPACE (default: every namespace)."""
     s = _settings(**common)
     catalog = _open_catalog(s)
-    with _errors():
+    with cli_errors():
         if namespace:
             spaces = [to_identifier(namespace)]
         else:
@@ -345,7 +280,7 @@ def table_show(name: str, **common: Any) -> None:
     """A table's location, format, schema, partitioning, refs, properties and lease."""
     s = _settings(**common)
     catalog = _open_catalog(s)
-    with _errors():
+    with cli_errors():
         t = _load(catalog, name)
         holder = catalog.maintenance_lease_holder(t.identifier)
         md = t.metadata
@@ -399,7 +334,7 @@ def table_show(name: str, **common: Any) -> None:
 def table_snapshots(name: str, limit: int | None, **common: Any) -> None:
     """A table's snapshots, newest first."""
     s = _settings(**common)
-    with _errors():
+    with cli_errors():
         t = _load(_open_catalog(s), name)
         snaps = sorted(t.snapshots(), key=lambda x: (x.timestamp_ms, x.sequence_number), reverse=True)
     snaps = snaps[:limit] if limit else snaps
@@ -439,7 +374,7 @@ def table_snapshots(name: str, limit: int | None, **common: Any) -> None:
 def table_files(name: str, limit: int, **common: Any) -> None:
     """The data files of the current snapshot, with the delete files that apply to each."""
     s = _settings(**common)
-    with _errors():
+    with cli_errors():
         t = _load(_open_catalog(s), name)
         tasks = t.scan().plan_files()
         rows: list[dict[str, Any]] = []
@@ -476,7 +411,7 @@ def table_files(name: str, limit: int, **common: Any) -> None:
 def table_health_cmd(name: str, **common: Any) -> None:
     """Maintenance metrics of the current snapshot, read from metadata only."""
     s = _settings(**common)
-    with _errors():
+    with cli_errors():
         health = _load(_open_catalog(s), name).health()
     if s.json:
         click.echo(health.to_json())
@@ -524,22 +459,6 @@ def _progress_enabled(flag: bool | None) -> bool:
     return flag if flag is not None else sys.stderr.isatty()
 
 
-# "pass force=True", "Pass sort_order='id DESC'": a library message naming a Python keyword.
-_PYTHON_OPTION = re.compile(r"\b([Pp])ass ([a-z][a-z0-9_]*)=(True|False|'[^']*'|[^\s,;)]+)")
-
-
-def _in_cli_syntax(text: str) -> str:
-    """A library message with the CLI's spelling of the options it names: ``pass
-    delete=True`` becomes ``pass -o dry-run=false``."""
-
-    def cli(m: re.Match[str]) -> str:
-        value = m.group(3)
-        value = value.lower() if value in ("True", "False") else value
-        return f"{m.group(1)}ass -o {m.group(2).replace('_', '-')}={value}"
-
-    return _PYTHON_OPTION.sub(cli, text.replace(DRY_RUN_HINT_PYTHON, DRY_RUN_HINT_CLI))
-
-
 def _run(
     table: Table, operation: str, options: dict[str, Any], dry_run: bool, s: Settings, progress: bool | None
 ) -> None:
@@ -547,7 +466,7 @@ def _run(
     op = table.maintenance.operation(operation, options)
     if dry_run:
         plan = op.plan()
-        click.echo(plan.to_json() if s.json else _in_cli_syntax(str(plan)))
+        click.echo(plan.to_json() if s.json else in_cli_syntax(str(plan)))
         return
     failure: GroupsFailed | None = None
     with _ProgressDisplay(f"{method} on {table.name}", _progress_enabled(progress)) as display:
@@ -617,9 +536,9 @@ def _maintain_command(short: str, method: str) -> click.Command:
         name: str, options: tuple[str, ...], dry_run: bool, progress: bool | None, **common: Any
     ) -> None:
         s = _settings(**common)
-        opts = _pairs(options, "--option")
+        opts = pairs(options, "--option")
         catalog = _open_catalog(s)
-        with _errors():
+        with cli_errors():
             _run(_load(catalog, name), short, dict(opts), dry_run, s, progress)
 
     return command
@@ -654,7 +573,7 @@ def maintain_recommend(name: str, run_them: bool, progress: bool | None, **commo
     """The maintenance worth running on TABLE now, in nightly order, from its health."""
     s = _settings(**common)
     catalog = _open_catalog(s)
-    with _errors():
+    with cli_errors():
         t = _load(catalog, name)
         recs = t.maintenance.recommend()
         if not run_them:
@@ -691,139 +610,6 @@ def maintain_recommend(name: str, run_them: bool, progress: bool | None, **commo
     for name in satisfied:
         summary.add_row(name, "-", "not run: an earlier operation did its work")
     _show(s, summary)
-
-
-# -- serving a catalog over the Iceberg REST protocol ------------------------------------------
-@click.command("serve")
-@click.option(
-    "--catalog", "catalog_uri", required=True, help="Catalog URI to serve, e.g. sqlite:///catalog.db."
-)
-@click.option("--warehouse", default=None, help="Where the served catalog puts new tables.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port", default=8181, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on."
-)
-@click.option(
-    "--token-file",
-    metavar="PATH",
-    default=None,
-    help="File holding the bearer token clients must send (or env FIRN_REST_TOKEN).",
-)
-@click.option(
-    "--token",
-    default=None,
-    help="The bearer token itself: discouraged, as every local user can read the command line.",
-)
-@click.option(
-    "--oauth-client-file",
-    metavar="PATH",
-    default=None,
-    help="File of OAuth2 clients that may obtain tokens, one ID:SECRET a line "
-    "(or env FIRN_REST_OAUTH_CLIENTS, whitespace-separated).",
-)
-@click.option(
-    "--oauth-client",
-    "oauth_clients",
-    multiple=True,
-    metavar="ID:SECRET",
-    help="An OAuth2 client on the command line (repeatable): discouraged, like --token.",
-)
-@click.option(
-    "--allowed-host",
-    "allowed_hosts",
-    multiple=True,
-    metavar="NAME",
-    help="A name clients may send in the Host header (repeatable; '*' for any). "
-    "Default: loopback names and the --host address.",
-)
-@click.option(
-    "--insecure",
-    is_flag=True,
-    default=False,
-    help="Allow serving a non-loopback address without authentication.",
-)
-@click.option(
-    "--max-request-bytes",
-    type=click.IntRange(1),
-    default=None,
-    help="The largest request body accepted (default 32 MiB).",
-)
-@click.option("--prefix", default=None, help="Serve the catalog under /v1/<prefix>/.")
-@click.option(
-    "--catalog-property",
-    "catalog_properties",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Property of the served catalog (table-default.KEY=VALUE sets a default of new tables).",
-)
-@click.option(
-    "--table-default",
-    "table_defaults",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Property for tables created over REST that do not set it, e.g. format-version=3 "
-    "(the format's default is 2).",
-)
-@click.option("--log-level", default="info", show_default=True, help="uvicorn log level.")
-def serve(
-    catalog_uri: str,
-    warehouse: str | None,
-    host: str,
-    port: int,
-    token_file: str | None,
-    token: str | None,
-    oauth_client_file: str | None,
-    oauth_clients: tuple[str, ...],
-    allowed_hosts: tuple[str, ...],
-    insecure: bool,
-    max_request_bytes: int | None,
-    prefix: str | None,
-    catalog_properties: tuple[str, ...],
-    table_defaults: tuple[str, ...],
-    log_level: str,
-) -> None:
-    """Serve a catalog over the Iceberg REST protocol.
-
-    Secrets are read from files or the environment, never the command line: the token from
-    --token-file or FIRN_REST_TOKEN, OAuth2 clients from --oauth-client-file or
-    FIRN_REST_OAUTH_CLIENTS. Without either, only a loopback --host is served (or --insecure).
-    """
-    try:
-        from firn.rest import serve as rest_serve
-    except ImportError as e:  # FastAPI and uvicorn come with the "rest" extra
-        raise click.ClickException(
-            f"firn serve needs the 'rest' extra (pip install 'airflow-provider-firn[rest]'): {e}"
-        ) from e
-
-    def warn(message: str) -> None:
-        click.echo(f"firn serve: warning: {message}", err=True)
-
-    with _errors():
-        secrets = rest_serve.load_secrets(
-            token=token,
-            token_file=token_file,
-            oauth_clients=oauth_clients,
-            oauth_client_file=oauth_client_file,
-        )
-        for message in secrets.warnings:
-            warn(message)
-        properties = _pairs(catalog_properties, "--catalog-property")
-        rest_serve.serve(
-            catalog_uri,
-            warehouse=warehouse,
-            host=host,
-            port=port,
-            token=secrets.token,
-            oauth_clients=secrets.oauth_clients,
-            prefix=prefix,
-            catalog_properties=properties,
-            table_defaults=_pairs(table_defaults, "--table-default"),
-            allowed_hosts=allowed_hosts or None,
-            insecure=insecure,
-            max_request_bytes=max_request_bytes or rest_serve.DEFAULT_MAX_REQUEST_BYTES,
-            log_level=log_level,
-            warn=warn,
-        )
 
 
 main.add_command(serve)

@@ -13,6 +13,7 @@ import dataclasses
 import enum
 import types
 import typing
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from functools import cache
 from typing import Any, TypeVar
@@ -22,18 +23,18 @@ from firn.errors import ValidationError
 T = TypeVar("T")
 
 
-class JsonCodec:
+class JsonCodec(ABC):
     """A value with its own JSON shape (options: Iceberg's hyphenated names, not field names)."""
 
+    @abstractmethod
     def to_json_data(self) -> Any:
         """This value as plain JSON data."""
-        raise NotImplementedError
 
     @classmethod
+    @abstractmethod
     def from_json_data(cls, data: Any, where: str) -> Any:
         """The value :meth:`to_json_data` gave ``data`` for; a ``ValidationError`` naming
         ``where`` when it cannot be."""
-        raise NotImplementedError
 
 
 def to_jsonable(value: Any) -> Any:

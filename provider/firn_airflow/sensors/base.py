@@ -14,6 +14,7 @@ event holds its result (:attr:`FirnTableSensor.event_key`). The base class gives
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -74,13 +75,13 @@ class FirnTableSensor(BaseSensorOperator):
     def start(self) -> None:
         """Reset per-execution state before the first poke (a retry starts afresh)."""
 
+    @abstractmethod
     def poke(self, context: Context) -> PokeReturnValue:
         """One check on the worker: done (with the sensor's result as ``xcom_value``) or not."""
-        raise NotImplementedError(f"{type(self).__name__} must say how it checks the table")
 
+    @abstractmethod
     def trigger(self) -> BaseTrigger:
         """The trigger that goes on waiting in the triggerer after the first poke."""
-        raise NotImplementedError(f"{type(self).__name__} must say which trigger it defers to")
 
     def execute(self, context: Context) -> Any:
         self.start()
